@@ -1,0 +1,96 @@
+// Package schema is pgrelay's table model: the relation catalog built from pgoutput
+// Relation and Type messages plus facts read once from the source catalog, and the
+// mapping of a source relation onto target DDL, one dialect per target kind.
+package schema
+
+// Replica identity settings, as sent in Relation messages.
+const (
+	IdentityDefault byte = 'd'
+	IdentityNothing byte = 'n'
+	IdentityFull    byte = 'f'
+	IdentityIndex   byte = 'i'
+)
+
+// TypeCategory says what kind of PostgreSQL type a column has; it decides what
+// must exist on the target before the table (enums, domains, composites) and how
+// a dialect maps it.
+type TypeCategory byte
+
+const (
+	CategoryBase      TypeCategory = 'b'
+	CategoryEnum      TypeCategory = 'e'
+	CategoryDomain    TypeCategory = 'd'
+	CategoryComposite TypeCategory = 'c'
+	CategoryArray     TypeCategory = 'a'
+	CategoryRange     TypeCategory = 'r'
+)
+
+// Type is a source data type as read from the source catalog (pg_type).
+type Type struct {
+	OID       uint32
+	Namespace string
+	Name      string
+	Category  TypeCategory
+	// BaseOID is the base type of a domain, the element type of an array, else OID.
+	BaseOID uint32
+	// BaseName is format_type of the base/element type (domains, arrays).
+	BaseName string
+	// EnumLabels are the labels of an enum, in sort order.
+	EnumLabels []string
+	// DomainNotNull and DomainChecks describe a domain's constraints.
+	DomainNotNull bool
+	DomainChecks  []string
+	// Attributes are the fields of a composite type, in order.
+	Attributes []Attribute
+}
+
+// Attribute is one field of a composite type.
+type Attribute struct {
+	Name     string
+	TypeOID  uint32
+	TypeName string // format_type
+}
+
+// Column is one column of a replicated table.
+type Column struct {
+	Name    string
+	TypeOID uint32
+	TypeMod int32
+	// Key marks replica identity key columns: the target primary key.
+	Key bool
+	// TypeName is the source's format_type(atttypid, atttypmod), e.g. "numeric(10,2)",
+	// "character varying(20)", "public.mood", "integer[]".
+	TypeName string
+	// Type holds catalog facts for non-built-in types (enum, domain, composite,
+	// arrays of them); nil for built-in base types.
+	Type    *Type
+	NotNull bool
+	// Default is the column default expression as the source prints it
+	// (pg_get_expr), "" when none. VolatileDefault marks one that cannot be
+	// reproduced on the target (e.g. nextval(), random()).
+	Default         string
+	VolatileDefault bool
+}
+
+// Table is a source relation as pgrelay replicates it.
+type Table struct {
+	RelationID      uint32
+	Schema          string // source namespace
+	Name            string
+	ReplicaIdentity byte
+	Columns         []Column
+}
+
+// KeyColumns returns the indexes of the replica identity key columns.
+func (t *Table) KeyColumns() []int {
+	var idx []int
+	for i, c := range t.Columns {
+		if c.Key {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// QualifiedName is schema.name as the source spells it, unquoted, for messages.
+func (t *Table) QualifiedName() string { return t.Schema + "." + t.Name }

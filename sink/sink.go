@@ -1,0 +1,89 @@
+// Package sink defines what pgrelay applies changes to: a small core interface
+// every target implements, plus optional capabilities found by type assertion, the
+// way database/sql/driver does it. Sinks see tables and changes, never pgoutput
+// bytes. One package per target kind: sink/postgres, sink/mysql.
+package sink
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// Progress is the replication position a target durably holds for one slot: every
+// source transaction whose end LSN is ≤ LSN has been applied.
+type Progress struct {
+	Slot       string
+	LSN        source.LSN
+	CommitTime time.Time // source commit time of the last applied transaction
+}
+
+// ChangeKind tells what a Change does.
+type ChangeKind byte
+
+const (
+	Insert ChangeKind = 'I'
+	Update ChangeKind = 'U'
+	Delete ChangeKind = 'D'
+)
+
+// Change is one row change in a source transaction.
+type Change struct {
+	Kind  ChangeKind
+	Table *schema.Table
+	// OldKind is source.OldKey or source.OldFull when Old is set (updates that
+	// change the key or tables with REPLICA IDENTITY FULL; every delete).
+	OldKind byte
+	Old     source.Tuple
+	New     source.Tuple
+	// LSN locates the change in the source WAL, for error messages.
+	LSN source.LSN
+}
+
+// Sink is a replication target.
+type Sink interface {
+	// Setup brings the target's metadata schema up to date (migrations/) and
+	// returns the stored progress for the slot (zero LSN when never seeded).
+	Setup(ctx context.Context, slot string) (Progress, error)
+	// EnsureTable creates the target table for t when missing, or evolves it
+	// from prev (the previous version of the same relation, nil when unknown).
+	EnsureTable(ctx context.Context, t, prev *schema.Table) error
+	// Begin starts a target transaction.
+	Begin(ctx context.Context) (Tx, error)
+	Close(ctx context.Context) error
+}
+
+// Tx is one target transaction. Several small source transactions may share one
+// (group commit); one source transaction never spans two.
+type Tx interface {
+	// Apply queues or executes one change. Errors may surface here or at Commit.
+	Apply(ctx context.Context, ch *Change) error
+	// Truncate empties tables (options are source.Truncate* bits).
+	Truncate(ctx context.Context, tables []*schema.Table, options uint8) error
+	// Commit records p in the same transaction and commits it durably.
+	Commit(ctx context.Context, p Progress) error
+	// Rollback abandons the transaction.
+	Rollback(ctx context.Context) error
+}
+
+// TwoPhase is the capability to apply prepared transactions as prepared.
+type TwoPhase interface {
+	// Prepare prepares tx under gid instead of committing it. It must not take
+	// locks later transactions need (no update of the shared progress row).
+	Prepare(ctx context.Context, tx Tx, gid string, p Progress) error
+	// CommitPrepared commits the prepared transaction gid and records p.
+	CommitPrepared(ctx context.Context, gid string, p Progress) error
+	// RollbackPrepared rolls back the prepared transaction gid and records p.
+	RollbackPrepared(ctx context.Context, gid string, p Progress) error
+	// PreparedGIDs lists the target's prepared transactions whose GID starts with prefix.
+	PreparedGIDs(ctx context.Context, prefix string) ([]string, error)
+}
+
+// BulkLoader is the capability to load a whole table from a stream in
+// PostgreSQL's COPY text format (the snapshot copy).
+type BulkLoader interface {
+	CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (rows int64, err error)
+}
