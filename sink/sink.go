@@ -6,6 +6,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -20,6 +21,26 @@ type Progress struct {
 	LSN        source.LSN
 	CommitTime time.Time // source commit time of the last applied transaction
 }
+
+// ErrRetryable marks errors after which the whole target transaction may be
+// retried: lost connections before a side effect could have happened,
+// serialization failures, deadlocks. Sinks wrap such errors so that
+// errors.Is(err, ErrRetryable) holds; every other error is fatal for apply.
+var ErrRetryable = errors.New("retryable")
+
+// Retryable wraps err so that errors.Is(err, ErrRetryable) holds while the
+// message and the original chain stay intact.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return retryableError{err}
+}
+
+type retryableError struct{ err error }
+
+func (e retryableError) Error() string   { return e.err.Error() }
+func (e retryableError) Unwrap() []error { return []error{e.err, ErrRetryable} }
 
 // ChangeKind tells what a Change does.
 type ChangeKind byte
