@@ -31,15 +31,20 @@ type Type struct {
 	Namespace string
 	Name      string
 	Category  TypeCategory
-	// BaseOID is the base type of a domain, the element type of an array, else OID.
+	// BaseOID is the base type of a domain, the element type of an array, the
+	// subtype of a range, else OID.
 	BaseOID uint32
-	// BaseName is format_type of the base/element type (domains, arrays).
+	// BaseName is format_type of the base/element/sub type (domains, arrays,
+	// ranges), schema-qualified when that type is not built in.
 	BaseName string
 	// EnumLabels are the labels of an enum, in sort order.
 	EnumLabels []string
 	// DomainNotNull and DomainChecks describe a domain's constraints.
+	// DomainChecks are pg_get_constraintdef texts, e.g. "CHECK ((VALUE > 0))".
+	// DomainDefault is the domain's default expression, "" when none.
 	DomainNotNull bool
 	DomainChecks  []string
+	DomainDefault string
 	// Attributes are the fields of a composite type, in order.
 	Attributes []Attribute
 }
@@ -48,7 +53,13 @@ type Type struct {
 type Attribute struct {
 	Name     string
 	TypeOID  uint32
-	TypeName string // format_type
+	TypeName string // format_type, schema-qualified when not built in
+}
+
+// UserDefined reports whether the type lives in a user schema (not pg_catalog or
+// information_schema) and so may have to be created on the target.
+func (t *Type) UserDefined() bool {
+	return t.Namespace != "pg_catalog" && t.Namespace != "information_schema"
 }
 
 // Column is one column of a replicated table.
@@ -56,18 +67,27 @@ type Column struct {
 	Name    string
 	TypeOID uint32
 	TypeMod int32
-	// Key marks replica identity key columns: the target primary key.
+	// Key marks replica identity key columns: the target primary key. Only
+	// tables with REPLICA IDENTITY DEFAULT or INDEX have key columns: under FULL
+	// pgoutput flags every column, and the catalog clears those flags, since
+	// such rows are matched by all their old values, not by a key.
 	Key bool
 	// TypeName is the source's format_type(atttypid, atttypmod), e.g. "numeric(10,2)",
-	// "character varying(20)", "public.mood", "integer[]".
+	// "character varying(20)", "public.mood", "integer[]". Types outside pg_catalog
+	// are always schema-qualified, whatever the source's search_path.
 	TypeName string
+	// Attnum is the source's attribute number, 0 when unknown (the column no longer
+	// exists on the source). Attribute numbers are never reused, so a column whose
+	// name changed but whose Attnum did not was renamed.
+	Attnum int16
 	// Type holds catalog facts for non-built-in types (enum, domain, composite,
 	// arrays of them); nil for built-in base types.
 	Type    *Type
 	NotNull bool
 	// Default is the column default expression as the source prints it
-	// (pg_get_expr), "" when none. VolatileDefault marks one that cannot be
-	// reproduced on the target (e.g. nextval(), random()).
+	// (pg_get_expr with an empty search_path, so every name is qualified), ""
+	// when none. VolatileDefault marks one that cannot be reproduced on the
+	// target: any expression that is not immutable (nextval(), random(), now()).
 	Default         string
 	VolatileDefault bool
 }
@@ -79,6 +99,20 @@ type Table struct {
 	Name            string
 	ReplicaIdentity byte
 	Columns         []Column
+	// Types are the user-defined types the columns need (their own types and,
+	// recursively, domain bases, array elements, composite attributes, range
+	// subtypes), dependencies first: the order to create them on a target.
+	Types []*Type
+}
+
+// Column returns the column named name, or nil.
+func (t *Table) Column(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
 }
 
 // KeyColumns returns the indexes of the replica identity key columns.

@@ -1,0 +1,313 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// FirstUserOID is PostgreSQL's FirstNormalObjectId: objects with a lower OID were
+// created by initdb (built-in types), objects from this one on by users and
+// extensions.
+const FirstUserOID = 16384
+
+// ErrUnknownRelation is wrapped by Catalog.Table for a relation id the catalog has
+// no Relation message for.
+var ErrUnknownRelation = errors.New("no Relation message received for it")
+
+// FactReader reads what a Relation message does not carry from the source
+// catalog. Catalog calls it once per relation version, never per change.
+type FactReader interface {
+	// TableFacts returns the facts of the columns of schema.table as the source
+	// catalog holds them now, plus the facts of every non-built-in type those
+	// columns need (recursively). A table that no longer exists yields empty facts,
+	// not an error: a Relation message may describe a table since dropped.
+	TableFacts(ctx context.Context, schema, table string) (TableFacts, error)
+	// TypeFacts returns the facts of one type.
+	TypeFacts(ctx context.Context, oid uint32) (*Type, error)
+}
+
+// TableFacts are the catalog facts of one table.
+type TableFacts struct {
+	Columns map[string]ColumnFacts // by column name
+	Types   map[uint32]*Type       // non-built-in types the columns need, by OID
+}
+
+// ColumnFacts are the catalog facts of one column.
+type ColumnFacts struct {
+	TypeName        string // format_type(atttypid, atttypmod), qualified for non-built-in types
+	NotNull         bool
+	Default         string // pg_get_expr of the default, "" when none (or generated column)
+	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
+	TypeOID         uint32
+	Attnum          int16 // attribute number, 0 when unknown
+}
+
+// Catalog caches relations by id from Relation and Type messages plus facts read
+// once per relation version from the source catalog. It is safe for concurrent use.
+type Catalog struct {
+	facts FactReader
+
+	mu        sync.Mutex
+	relations map[uint32]*Table
+	types     map[uint32]source.TypeMessage
+}
+
+// NewCatalog returns an empty catalog reading facts from facts.
+func NewCatalog(facts FactReader) *Catalog {
+	return &Catalog{
+		facts:     facts,
+		relations: make(map[uint32]*Table),
+		types:     make(map[uint32]source.TypeMessage),
+	}
+}
+
+// ApplyType records a Type message. pgoutput sends one before the first Relation
+// that uses a non-built-in type; the catalog uses its name when the source
+// catalog no longer knows the type.
+func (c *Catalog) ApplyType(msg *source.TypeMessage) {
+	if msg == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.types[msg.TypeOID] = *msg
+}
+
+// Apply installs a Relation message. It returns the new table, the previous
+// version of the same relation id (nil when first seen) and whether the
+// definition changed: name, replica identity, columns (name, type, typmod, key,
+// NOT NULL, default) or the definitions of the types used. A relation seen for the
+// first time counts as changed. The source catalog is read once per call.
+//
+// Facts are the source catalog's current state, which may be newer than the
+// Relation message when the stream lags behind DDL. A column the catalog no longer
+// has (or whose type OID differs) keeps what the message says: its type name is
+// derived from the type OID and typmod, without NOT NULL or default.
+func (c *Catalog) Apply(ctx context.Context, rel *source.Relation) (t, prev *Table, changed bool, err error) {
+	if rel == nil {
+		return nil, nil, false, errors.New("schema: apply relation: nil Relation message")
+	}
+	facts, err := c.facts.TableFacts(ctx, rel.Namespace, rel.Name)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("schema: read source catalog facts of %s.%s (relation id %d): %w",
+			rel.Namespace, rel.Name, rel.RelationID, err)
+	}
+	t, err = c.build(ctx, rel, facts)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	c.mu.Lock()
+	prev = c.relations[rel.RelationID]
+	c.relations[rel.RelationID] = t
+	c.mu.Unlock()
+	return t, prev, prev == nil || !SameDefinition(prev, t), nil
+}
+
+// build turns a Relation message plus facts into a Table.
+func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFacts) (*Table, error) {
+	t := &Table{
+		RelationID:      rel.RelationID,
+		Schema:          rel.Namespace,
+		Name:            rel.Name,
+		ReplicaIdentity: rel.ReplicaIdentity,
+		Columns:         make([]Column, len(rel.Columns)),
+	}
+	hasKey := rel.ReplicaIdentity == IdentityDefault || rel.ReplicaIdentity == IdentityIndex
+	types := make(map[uint32]*Type, len(facts.Types))
+	for oid, typ := range facts.Types {
+		if typ != nil {
+			types[oid] = typ
+		}
+	}
+	for i, rc := range rel.Columns {
+		col := Column{
+			Name:    rc.Name,
+			TypeOID: rc.TypeOID,
+			TypeMod: rc.TypeMod,
+			Key:     hasKey && rc.IsKey(),
+		}
+		f, ok := facts.Columns[rc.Name]
+		if ok {
+			col.Attnum = f.Attnum
+		}
+		if ok && f.TypeOID == rc.TypeOID && f.TypeName != "" {
+			col.TypeName = f.TypeName
+			col.NotNull = f.NotNull
+			col.Default = f.Default
+			col.VolatileDefault = f.VolatileDefault
+		} else {
+			name, err := c.fallbackTypeName(ctx, rc.TypeOID, rc.TypeMod, types)
+			if err != nil {
+				return nil, fmt.Errorf("schema: relation %s.%s column %q: %w", rel.Namespace, rel.Name, rc.Name, err)
+			}
+			col.TypeName = name
+		}
+		if col.Key {
+			// A replica identity key column is NOT NULL on the source (PostgreSQL
+			// requires it for both DEFAULT and INDEX identities).
+			col.NotNull = true
+		}
+		if rc.TypeOID >= FirstUserOID {
+			typ, err := c.typeFacts(ctx, rc.TypeOID, types)
+			if err != nil {
+				return nil, fmt.Errorf("schema: relation %s.%s column %q: %w", rel.Namespace, rel.Name, rc.Name, err)
+			}
+			col.Type = typ
+		}
+		t.Columns[i] = col
+	}
+	ordered, err := c.orderTypes(ctx, t, types)
+	if err != nil {
+		return nil, fmt.Errorf("schema: relation %s.%s: %w", rel.Namespace, rel.Name, err)
+	}
+	t.Types = ordered
+	return t, nil
+}
+
+// typeFacts returns the facts of a non-built-in type: from the table facts when
+// there, else from the source (and caches them in types), else from the Type
+// message pgoutput sent.
+func (c *Catalog) typeFacts(ctx context.Context, oid uint32, types map[uint32]*Type) (*Type, error) {
+	if typ := types[oid]; typ != nil {
+		return typ, nil
+	}
+	typ, err := c.facts.TypeFacts(ctx, oid)
+	if err == nil && typ != nil {
+		types[oid] = typ
+		return typ, nil
+	}
+	c.mu.Lock()
+	msg, ok := c.types[oid]
+	c.mu.Unlock()
+	if ok {
+		// The type is gone from the source catalog; its name is all we know.
+		typ = &Type{OID: oid, Namespace: msg.Namespace, Name: msg.Name, Category: CategoryBase, BaseOID: oid}
+		types[oid] = typ
+		return typ, nil
+	}
+	if err == nil {
+		err = errors.New("no facts returned")
+	}
+	return nil, fmt.Errorf("type oid %d unknown: the source catalog does not have it (%w) and no Type message named it", oid, err)
+}
+
+// fallbackTypeName spells a type from its OID and typmod when the source catalog
+// has no matching column.
+func (c *Catalog) fallbackTypeName(ctx context.Context, oid uint32, typmod int32, types map[uint32]*Type) (string, error) {
+	if name, ok := BuiltinTypeName(oid, typmod); ok {
+		return name, nil
+	}
+	typ, err := c.typeFacts(ctx, oid, types)
+	if err != nil {
+		return "", err
+	}
+	if typ.Category == CategoryArray && typ.BaseName != "" {
+		return typ.BaseName + "[]", nil
+	}
+	return quoteAlways(typ.Namespace) + "." + quoteAlways(typ.Name), nil
+}
+
+// orderTypes lists the user-defined types the table needs, dependencies first.
+func (c *Catalog) orderTypes(ctx context.Context, t *Table, types map[uint32]*Type) ([]*Type, error) {
+	var ordered []*Type
+	state := make(map[uint32]byte) // 1 visiting, 2 done
+	var visit func(oid uint32) error
+	visit = func(oid uint32) error {
+		if oid < FirstUserOID || state[oid] != 0 {
+			return nil // built in, done, or a cycle (PostgreSQL forbids those)
+		}
+		state[oid] = 1
+		typ, err := c.typeFacts(ctx, oid, types)
+		if err != nil {
+			return err
+		}
+		for _, dep := range typeDeps(typ) {
+			if err := visit(dep); err != nil {
+				return err
+			}
+		}
+		state[oid] = 2
+		ordered = append(ordered, typ)
+		return nil
+	}
+	for _, col := range t.Columns {
+		if err := visit(col.TypeOID); err != nil {
+			return nil, fmt.Errorf("column %q: %w", col.Name, err)
+		}
+	}
+	return ordered, nil
+}
+
+// typeDeps are the types typ is defined in terms of.
+func typeDeps(typ *Type) []uint32 {
+	var deps []uint32
+	if typ.BaseOID != 0 && typ.BaseOID != typ.OID {
+		deps = append(deps, typ.BaseOID)
+	}
+	for _, a := range typ.Attributes {
+		deps = append(deps, a.TypeOID)
+	}
+	return deps
+}
+
+// Table returns the current version of a relation.
+func (c *Catalog) Table(relationID uint32) (*Table, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.relations[relationID]
+	if !ok {
+		return nil, fmt.Errorf("schema: relation id %d unknown: %w", relationID, ErrUnknownRelation)
+	}
+	return t, nil
+}
+
+// Tables returns the current version of every relation, ordered by schema and
+// name.
+func (c *Catalog) Tables() []*Table {
+	c.mu.Lock()
+	tables := make([]*Table, 0, len(c.relations))
+	for _, t := range c.relations {
+		tables = append(tables, t)
+	}
+	c.mu.Unlock()
+	sort.Slice(tables, func(i, j int) bool {
+		a, b := tables[i], tables[j]
+		if a.Schema != b.Schema {
+			return a.Schema < b.Schema
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.RelationID < b.RelationID
+	})
+	return tables
+}
+
+// SameDefinition reports whether two versions of a table need the same target
+// DDL: same name, replica identity, columns and type definitions.
+func SameDefinition(a, b *Table) bool {
+	if a.Schema != b.Schema || a.Name != b.Name || a.ReplicaIdentity != b.ReplicaIdentity ||
+		len(a.Columns) != len(b.Columns) || len(a.Types) != len(b.Types) {
+		return false
+	}
+	for i := range a.Columns {
+		x, y := a.Columns[i], b.Columns[i]
+		if x.Name != y.Name || x.TypeOID != y.TypeOID || x.TypeMod != y.TypeMod || x.Key != y.Key ||
+			x.TypeName != y.TypeName || x.NotNull != y.NotNull || x.Default != y.Default ||
+			x.VolatileDefault != y.VolatileDefault {
+			return false
+		}
+	}
+	for i := range a.Types {
+		if !reflect.DeepEqual(a.Types[i], b.Types[i]) {
+			return false
+		}
+	}
+	return true
+}

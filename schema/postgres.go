@@ -1,0 +1,401 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrVolatileDefault is wrapped by AlterTable when a column added on the source
+// has a default the target cannot reproduce.
+var ErrVolatileDefault = errors.New("default cannot be reproduced on the target")
+
+// PostgresDialect is the DDL of PostgreSQL targets. Tables land in the schema of
+// the same name; column types are the source's exactly (format_type), with the
+// enum, domain, composite and range types they need created first. All of the
+// dialect's SQL is in this file.
+type PostgresDialect struct{}
+
+// Postgres is the PostgreSQL dialect.
+var Postgres Dialect = PostgresDialect{}
+
+var _ Dialect = PostgresDialect{}
+
+// Name implements Dialect.
+func (PostgresDialect) Name() string { return "postgres" }
+
+// QuoteIdent implements Dialect: double quotes, embedded ones doubled.
+func (PostgresDialect) QuoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// TargetTable implements Dialect: the same schema and name.
+func (PostgresDialect) TargetTable(t *Table) (schema, name string) { return t.Schema, t.Name }
+
+// CreateSchema implements Dialect.
+func (d PostgresDialect) CreateSchema(schema string) string {
+	return "CREATE SCHEMA IF NOT EXISTS " + d.QuoteIdent(schema)
+}
+
+func (d PostgresDialect) qualified(schema, name string) string {
+	return pgx.Identifier{schema, name}.Sanitize()
+}
+
+func (d PostgresDialect) tableName(t *Table) string {
+	return d.qualified(d.TargetTable(t))
+}
+
+// CreateTypes implements Dialect. Each type is one DO block that creates it only
+// when no type of that name exists, so the statements can run on every Relation
+// message without the sink checking anything. For an enum that exists the block
+// adds the labels the source has and the target lacks (labels added on the source
+// after the type was created here), after the label that precedes them on the
+// source. Arrays come with their element types; base types of extensions are not
+// created (the target needs the extension); an existing domain or composite is
+// not altered. The schemas the types live in are created first.
+func (d PostgresDialect) CreateTypes(t *Table) []string {
+	var stmts []string
+	seenSchema := map[string]bool{}
+	for _, typ := range t.Types {
+		if creatable(typ) && !seenSchema[typ.Namespace] {
+			seenSchema[typ.Namespace] = true
+			stmts = append(stmts, d.CreateSchema(typ.Namespace))
+		}
+	}
+	for _, typ := range t.Types {
+		if !creatable(typ) {
+			continue
+		}
+		name := d.qualified(typ.Namespace, typ.Name)
+		var create, orElse string
+		switch typ.Category {
+		case CategoryEnum:
+			labels := make([]string, len(typ.EnumLabels))
+			for i, l := range typ.EnumLabels {
+				labels[i] = quoteLiteral(l)
+			}
+			create = "CREATE TYPE " + name + " AS ENUM (" + strings.Join(labels, ", ") + ");"
+			orElse = `		FOREACH label IN ARRAY ARRAY[` + strings.Join(labels, ", ") + `]::pg_catalog.text[] LOOP
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND enumlabel = label) THEN
+				IF prev IS NULL THEN
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', ` + quoteLiteral(name) + `, label);
+				ELSE
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', ` + quoteLiteral(name) + `, label, prev);
+				END IF;
+			END IF;
+			prev := label;
+		END LOOP;
+`
+		case CategoryDomain:
+			var b strings.Builder
+			b.WriteString("CREATE DOMAIN " + name + " AS " + typ.BaseName)
+			if typ.DomainDefault != "" {
+				b.WriteString(" DEFAULT " + typ.DomainDefault)
+			}
+			if typ.DomainNotNull {
+				b.WriteString(" NOT NULL")
+			}
+			for _, c := range typ.DomainChecks {
+				b.WriteString(" " + c)
+			}
+			b.WriteString(";")
+			create = b.String()
+		case CategoryComposite:
+			attrs := make([]string, len(typ.Attributes))
+			for i, a := range typ.Attributes {
+				attrs[i] = d.QuoteIdent(a.Name) + " " + a.TypeName
+			}
+			create = "CREATE TYPE " + name + " AS (" + strings.Join(attrs, ", ") + ");"
+		case CategoryRange:
+			create = "CREATE TYPE " + name + " AS RANGE (SUBTYPE = " + typ.BaseName + ");"
+		}
+		var b strings.Builder
+		if orElse != "" {
+			b.WriteString("DECLARE\n\tlabel pg_catalog.text;\n\tprev pg_catalog.text;\n")
+		}
+		b.WriteString("BEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = ")
+		b.WriteString(quoteLiteral(typ.Namespace) + " AND t.typname = " + quoteLiteral(typ.Name) + ") THEN\n\t\t")
+		b.WriteString(create + "\n")
+		if orElse != "" {
+			b.WriteString("\tELSE\n" + orElse)
+		}
+		b.WriteString("\tEND IF;\nEND")
+		stmts = append(stmts, doBlock(b.String()))
+	}
+	return stmts
+}
+
+// creatable reports whether CreateTypes creates typ.
+func creatable(typ *Type) bool {
+	if typ == nil || !typ.UserDefined() {
+		return false
+	}
+	switch typ.Category {
+	case CategoryEnum, CategoryDomain, CategoryComposite, CategoryRange:
+		return true
+	}
+	return false
+}
+
+// doBlock wraps body in DO with a dollar quote tag the body does not contain.
+func doBlock(body string) string {
+	tag := "$pgrelay$"
+	for i := 1; strings.Contains(body, tag); i++ {
+		tag = fmt.Sprintf("$pgrelay%d$", i)
+	}
+	return "DO " + tag + "\n" + body + "\n" + tag
+}
+
+// quoteLiteral quotes a string literal, correct whatever
+// standard_conforming_strings says: a string with backslashes becomes an E-prefixed
+// literal with them doubled.
+func quoteLiteral(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	s = strings.ReplaceAll(s, "'", "''")
+	if strings.Contains(s, `\`) {
+		return `E'` + strings.ReplaceAll(s, `\`, `\\`) + `'`
+	}
+	return "'" + s + "'"
+}
+
+// targetDefault is the default the target column carries: the source's when
+// it is reproducible, else none (the values always come from the source).
+func targetDefault(c *Column) string {
+	if c.VolatileDefault {
+		return ""
+	}
+	return c.Default
+}
+
+func (d PostgresDialect) checkColumn(t *Table, c *Column) error {
+	if c.Name == "" {
+		return fmt.Errorf("schema: table %s has a column without a name", t.QualifiedName())
+	}
+	if c.TypeName == "" {
+		return fmt.Errorf("schema: table %s column %q: no type name (type oid %d); the catalog must fill TypeName",
+			t.QualifiedName(), c.Name, c.TypeOID)
+	}
+	return nil
+}
+
+// columnDef is a column's definition in CREATE TABLE and ADD COLUMN.
+func (d PostgresDialect) columnDef(c *Column) string {
+	def := d.QuoteIdent(c.Name) + " " + c.TypeName
+	if dflt := targetDefault(c); dflt != "" {
+		def += " DEFAULT " + dflt
+	}
+	if c.NotNull {
+		def += " NOT NULL"
+	}
+	return def
+}
+
+// primaryKey lists the quoted primary key columns, "" when there is none: only
+// REPLICA IDENTITY DEFAULT and INDEX have a key; NOTHING and FULL have none.
+func (d PostgresDialect) primaryKey(t *Table) string {
+	if t.ReplicaIdentity != IdentityDefault && t.ReplicaIdentity != IdentityIndex {
+		return ""
+	}
+	var cols []string
+	for _, i := range t.KeyColumns() {
+		cols = append(cols, d.QuoteIdent(t.Columns[i].Name))
+	}
+	return strings.Join(cols, ", ")
+}
+
+// CreateTable implements Dialect. Volatile defaults are left out: the target's
+// rows always get their values from the source.
+func (d PostgresDialect) CreateTable(t *Table) ([]string, error) {
+	if t == nil || t.Name == "" {
+		return nil, errors.New("schema: create table: no table name")
+	}
+	var lines []string
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if err := d.checkColumn(t, c); err != nil {
+			return nil, err
+		}
+		lines = append(lines, "\t"+d.columnDef(c))
+	}
+	if pk := d.primaryKey(t); pk != "" {
+		lines = append(lines, "\tPRIMARY KEY ("+pk+")")
+	}
+	body := "()"
+	if len(lines) > 0 {
+		body = "(\n" + strings.Join(lines, ",\n") + "\n)"
+	}
+	return []string{"CREATE TABLE IF NOT EXISTS " + d.tableName(t) + " " + body}, nil
+}
+
+// AlterTable implements Dialect. Statements come in this order: move and rename
+// the table, drop the primary key when the key changes, drop columns, rename
+// columns, add columns, change types, defaults and NOT NULL, add the new primary
+// key.
+//
+// pgoutput sends no attribute numbers, so a renamed column looks like one column
+// dropped and another added. The catalog reads attribute numbers from the source
+// (Column.Attnum): two versions of a column with the same attribute number are
+// the same column, and a new name means a rename. Without attribute numbers
+// (Attnum 0) columns are matched by name and a rename becomes DROP + ADD, losing
+// the column's values on the target.
+//
+// An added column gets the source's default, which existing source rows hold
+// without any change being streamed for them. A default that is not immutable
+// cannot be reproduced, and AlterTable fails with ErrVolatileDefault naming the
+// table and column. An existing column whose default changes to a volatile one
+// just drops its target default: existing rows keep their values either way.
+func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
+	if prev == nil || t == nil {
+		return nil, errors.New("schema: alter table: both the previous and the new version are needed (use CreateTable for a new table)")
+	}
+	for i := range t.Columns {
+		if err := d.checkColumn(t, &t.Columns[i]); err != nil {
+			return nil, err
+		}
+	}
+	var stmts []string
+	prevSchema, prevName := d.TargetTable(prev)
+	newSchema, newName := d.TargetTable(t)
+	if prevSchema != newSchema {
+		stmts = append(stmts, d.CreateSchema(newSchema),
+			"ALTER TABLE "+d.qualified(prevSchema, prevName)+" SET SCHEMA "+d.QuoteIdent(newSchema))
+	}
+	if prevName != newName {
+		stmts = append(stmts, "ALTER TABLE "+d.qualified(newSchema, prevName)+" RENAME TO "+d.QuoteIdent(newName))
+	}
+	table := d.qualified(newSchema, newName)
+	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
+
+	prevKey, newKey := d.primaryKey(prev), d.primaryKey(t)
+	if prevKey != newKey && prevKey != "" {
+		stmts = append(stmts, doBlock(`DECLARE
+	pk pg_catalog.name;
+BEGIN
+	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+quoteLiteral(table)+`::pg_catalog.regclass AND contype = 'p';
+	IF pk IS NOT NULL THEN
+		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', `+quoteLiteral(table)+`, pk);
+	END IF;
+END`))
+	}
+
+	matched := matchColumns(prev, t)
+	for i := range prev.Columns {
+		if _, ok := matched.newOf[i]; !ok {
+			alter("DROP COLUMN IF EXISTS " + d.QuoteIdent(prev.Columns[i].Name))
+		}
+	}
+	stmts = append(stmts, d.renames(table, prev, t, matched)...)
+	for j := range t.Columns {
+		c := &t.Columns[j]
+		if _, ok := matched.prevOf[j]; ok {
+			continue
+		}
+		if c.Default != "" && c.VolatileDefault {
+			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; fix: add the column on the target by hand with the source's values, or on the source add it without a default and set the default in a second ALTER TABLE",
+				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Default)
+		}
+		alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(c))
+	}
+	for j := range t.Columns {
+		i, ok := matched.prevOf[j]
+		if !ok {
+			continue
+		}
+		p, c := &prev.Columns[i], &t.Columns[j]
+		col := d.QuoteIdent(c.Name)
+		prevDefault, newDefault := targetDefault(p), targetDefault(c)
+		if p.TypeName != c.TypeName {
+			if prevDefault != "" {
+				alter("ALTER COLUMN " + col + " DROP DEFAULT")
+				prevDefault = ""
+			}
+			alter("ALTER COLUMN " + col + " TYPE " + c.TypeName + " USING " + col + "::" + c.TypeName)
+		}
+		if prevDefault != newDefault {
+			if newDefault == "" {
+				alter("ALTER COLUMN " + col + " DROP DEFAULT")
+			} else {
+				alter("ALTER COLUMN " + col + " SET DEFAULT " + newDefault)
+			}
+		}
+		if p.NotNull != c.NotNull {
+			if c.NotNull {
+				alter("ALTER COLUMN " + col + " SET NOT NULL")
+			} else {
+				alter("ALTER COLUMN " + col + " DROP NOT NULL")
+			}
+		}
+	}
+	if prevKey != newKey && newKey != "" {
+		alter("ADD PRIMARY KEY (" + newKey + ")")
+	}
+	return stmts, nil
+}
+
+// columnMatch pairs the columns of two versions of a table.
+type columnMatch struct {
+	newOf  map[int]int // prev column index → new column index
+	prevOf map[int]int // new column index → prev column index
+}
+
+// matchColumns pairs columns by attribute number when both versions know it,
+// else by name.
+func matchColumns(prev, t *Table) columnMatch {
+	m := columnMatch{newOf: map[int]int{}, prevOf: map[int]int{}}
+	pair := func(i, j int) {
+		m.newOf[i] = j
+		m.prevOf[j] = i
+	}
+	for j, c := range t.Columns {
+		for i, p := range prev.Columns {
+			if _, taken := m.newOf[i]; taken {
+				continue
+			}
+			if p.Attnum != 0 && c.Attnum != 0 {
+				if p.Attnum == c.Attnum {
+					pair(i, j)
+					break
+				}
+			} else if p.Name == c.Name {
+				pair(i, j)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// renames renames the matched columns whose name changed. When a new name is
+// still held by another column being renamed (a swap), every renamed column
+// first moves to a temporary name.
+func (d PostgresDialect) renames(table string, prev, t *Table, m columnMatch) []string {
+	type rename struct{ from, to string }
+	var list []rename
+	for j := range t.Columns {
+		if i, ok := m.prevOf[j]; ok && prev.Columns[i].Name != t.Columns[j].Name {
+			list = append(list, rename{prev.Columns[i].Name, t.Columns[j].Name})
+		}
+	}
+	from := map[string]bool{}
+	for _, r := range list {
+		from[r.from] = true
+	}
+	clash := false
+	for _, r := range list {
+		if from[r.to] {
+			clash = true
+		}
+	}
+	var stmts []string
+	if clash {
+		for k, r := range list {
+			tmp := fmt.Sprintf("pgrelay_rename_%d", k)
+			stmts = append(stmts, "ALTER TABLE "+table+" RENAME COLUMN "+d.QuoteIdent(r.from)+" TO "+d.QuoteIdent(tmp))
+			list[k].from = tmp
+		}
+	}
+	for _, r := range list {
+		stmts = append(stmts, "ALTER TABLE "+table+" RENAME COLUMN "+d.QuoteIdent(r.from)+" TO "+d.QuoteIdent(r.to))
+	}
+	return stmts
+}

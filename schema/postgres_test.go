@@ -1,0 +1,377 @@
+package schema
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// Builders for test tables.
+
+func col(name, typeName string, opts ...func(*Column)) Column {
+	c := Column{Name: name, TypeName: typeName, TypeOID: 25, TypeMod: -1}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func key(c *Column)     { c.Key = true; c.NotNull = true }
+func notNull(c *Column) { c.NotNull = true }
+func dflt(expr string) func(*Column) {
+	return func(c *Column) { c.Default = expr }
+}
+func volatile(expr string) func(*Column) {
+	return func(c *Column) { c.Default = expr; c.VolatileDefault = true }
+}
+func attnum(n int16) func(*Column) { return func(c *Column) { c.Attnum = n } }
+func ofType(typ *Type) func(*Column) {
+	return func(c *Column) { c.Type = typ; c.TypeOID = typ.OID }
+}
+
+func table(schema, name string, identity byte, cols ...Column) *Table {
+	return &Table{RelationID: 16400, Schema: schema, Name: name, ReplicaIdentity: identity, Columns: cols}
+}
+
+// User types of the "types" cases.
+var (
+	moodType = &Type{OID: 17001, Namespace: "app", Name: "mood", Category: CategoryEnum, BaseOID: 17001,
+		EnumLabels: []string{"sad", "ok", "happy", "it's \\ odd"}}
+	moodArrayType = &Type{OID: 17002, Namespace: "app", Name: "_mood", Category: CategoryArray, BaseOID: 17001, BaseName: "app.mood"}
+	posintType    = &Type{OID: 17003, Namespace: "app", Name: "posint", Category: CategoryDomain, BaseOID: 23, BaseName: "integer",
+		DomainNotNull: true, DomainDefault: "1", DomainChecks: []string{"CHECK ((VALUE > 0))"}}
+	codeType = &Type{OID: 17004, Namespace: "ref", Name: "code", Category: CategoryDomain, BaseOID: 1043, BaseName: "character varying(8)",
+		DomainChecks: []string{"CHECK (((VALUE)::text ~ '^[A-Z]+$'::text))", "CHECK ((length((VALUE)::text) > 1))"}}
+	addressType = &Type{OID: 17005, Namespace: "app", Name: "address", Category: CategoryComposite, BaseOID: 17005,
+		Attributes: []Attribute{
+			{Name: "street", TypeOID: 25, TypeName: "text"},
+			{Name: "zip", TypeOID: 17004, TypeName: "ref.code"},
+			{Name: "Floor No", TypeOID: 17003, TypeName: "app.posint"},
+		}}
+	addressArrayType = &Type{OID: 17006, Namespace: "app", Name: "_address", Category: CategoryArray, BaseOID: 17005, BaseName: "app.address"}
+	spanType         = &Type{OID: 17007, Namespace: "app", Name: "span", Category: CategoryRange, BaseOID: 701, BaseName: "double precision"}
+	extType          = &Type{OID: 17008, Namespace: "public", Name: "citext", Category: CategoryBase, BaseOID: 17008}
+	dollarType       = &Type{OID: 17009, Namespace: "app", Name: "tag", Category: CategoryEnum, BaseOID: 17009,
+		EnumLabels: []string{"$pgrelay$", "plain"}}
+)
+
+type goldenCase struct {
+	name string
+	prev *Table // nil: a create case
+	t    *Table
+}
+
+func goldenCases() []goldenCase {
+	usersV1 := table("public", "users", IdentityDefault,
+		col("id", "integer", key, attnum(1)),
+		col("name", "text", notNull, attnum(2)),
+		col("email", "character varying(255)", attnum(3)),
+		col("score", "integer", dflt("0"), attnum(4)),
+	)
+	return []goldenCase{
+		{name: "create_simple", t: table("public", "users", IdentityDefault,
+			col("id", "bigint", key),
+			col("name", "text", notNull),
+			col("email", "character varying(255)"),
+			col("created_at", "timestamp with time zone", notNull, volatile("now()")),
+		)},
+		{name: "create_composite_key", t: table("sales", "order_items", IdentityIndex,
+			col("order_id", "bigint", key),
+			col("line", "integer", key),
+			col("qty", "numeric(10,2)", notNull, dflt("0")),
+			col("note", "text"),
+		)},
+		{name: "create_identity_nothing", t: table("public", "events", IdentityNothing,
+			col("at", "timestamp without time zone"),
+			col("payload", "jsonb"),
+		)},
+		{name: "create_identity_full", t: table("public", "log", IdentityFull,
+			col("at", "timestamp(3) with time zone", notNull),
+			col("line", "text"),
+		)},
+		{name: "create_no_columns", t: table("public", "empty", IdentityDefault)},
+		{name: "create_weird_identifiers", t: table(`My "Schema"`, "Order Items ü", IdentityDefault,
+			col("Id", "integer", key),
+			col(`we"ird`, "text", key),
+			col("with space", "text"),
+			col("ünïcödé 名前", "text"),
+			col("select", "text"),
+			col(`back\slash 'quote'`, "text", dflt(`'it''s \ here'::text`)),
+		)},
+		{name: "create_user_types", t: &Table{RelationID: 16401, Schema: "app", Name: "people", ReplicaIdentity: IdentityDefault,
+			Columns: []Column{
+				col("id", "app.posint", key, ofType(posintType)),
+				col("mood", "app.mood", notNull, dflt("'ok'::app.mood"), ofType(moodType)),
+				col("moods", "app.mood[]", ofType(moodArrayType)),
+				col("home", "app.address", ofType(addressType)),
+				col("homes", "app.address[]", ofType(addressArrayType)),
+				col("span", "app.span", ofType(spanType)),
+				col("tag", "app.tag", ofType(dollarType)),
+			},
+			Types: []*Type{posintType, moodType, moodArrayType, codeType, addressType, addressArrayType, spanType, dollarType},
+		}},
+		{name: "create_numeric_varchar", t: table("public", "prices", IdentityDefault,
+			col("sku", "character varying(32)", key),
+			col("price", "numeric(12,4)", notNull),
+			col("ratio", "numeric"),
+			col("code", "character(3)"),
+			col("bits", "bit varying(16)"),
+			col("at", "timestamp(3) without time zone"),
+			col("tags", "character varying(20)[]"),
+			col("matrix", "double precision[]"),
+		)},
+		{name: "create_defaults", t: table("public", "defaults", IdentityDefault,
+			col("id", "integer", key, volatile("nextval('public.defaults_id_seq'::regclass)")),
+			col("n", "integer", notNull, dflt("42")),
+			col("label", "text", dflt("'none'::text")),
+			col("sum", "integer", dflt("(1 + 2)")),
+			col("uid", "uuid", volatile("gen_random_uuid()")),
+			col("at", "timestamp with time zone", volatile("CURRENT_TIMESTAMP")),
+		)},
+		{name: "alter_add_drop", prev: usersV1, t: table("public", "users", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", notNull, attnum(2)),
+			col("score", "integer", dflt("0"), attnum(4)),
+			col("nickname", "text", dflt("'anon'::text"), notNull, attnum(5)),
+			col("visits", "bigint", attnum(6)),
+		)},
+		{name: "alter_add_volatile_default", prev: usersV1, t: table("public", "users", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", notNull, attnum(2)),
+			col("email", "character varying(255)", attnum(3)),
+			col("score", "integer", dflt("0"), attnum(4)),
+			col("joined", "timestamp with time zone", volatile("now()"), attnum(5)),
+		)},
+		{name: "alter_type_change", prev: usersV1, t: table("public", "users", IdentityDefault,
+			col("id", "bigint", key, attnum(1)),
+			col("name", "text", notNull, attnum(2)),
+			col("email", "character varying(320)", attnum(3)),
+			col("score", "numeric(6,1)", dflt("0.0"), attnum(4)),
+		)},
+		{name: "alter_defaults_not_null", prev: usersV1, t: table("public", "users", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", attnum(2), dflt("''::text")),
+			col("email", "character varying(255)", notNull, attnum(3)),
+			col("score", "integer", volatile("(random() * (10)::double precision)::integer"), attnum(4)),
+		)},
+		{name: "alter_key_change", prev: usersV1, t: table("public", "users", IdentityIndex,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", key, attnum(2)),
+			col("email", "character varying(255)", attnum(3)),
+			col("score", "integer", dflt("0"), attnum(4)),
+		)},
+		{name: "alter_key_dropped", prev: usersV1, t: table("public", "users", IdentityFull,
+			col("id", "integer", notNull, attnum(1)),
+			col("name", "text", notNull, attnum(2)),
+			col("email", "character varying(255)", attnum(3)),
+			col("score", "integer", dflt("0"), attnum(4)),
+		)},
+		{name: "alter_key_added", prev: table("public", "log", IdentityNothing,
+			col("id", "integer", notNull, attnum(1)),
+			col("line", "text", attnum(2)),
+		), t: table("public", "log", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("line", "text", attnum(2)),
+		)},
+		{name: "alter_rename_columns", prev: usersV1, t: table("public", "users", IdentityDefault,
+			col("user_id", "integer", key, attnum(1)),
+			col("email", "text", notNull, attnum(2)), // was name; takes the name email drops
+			col("score", "integer", dflt("0"), attnum(4)),
+		)},
+		{name: "alter_swap_columns", prev: table("public", "pair", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("a", "text", attnum(2)),
+			col("b", "text", attnum(3)),
+		), t: table("public", "pair", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("b", "text", attnum(2)),
+			col("a", "text", attnum(3)),
+		)},
+		{name: "alter_rename_without_attnum", prev: table("public", "pair", IdentityDefault,
+			col("id", "integer", key),
+			col("a", "text"),
+		), t: table("public", "pair", IdentityDefault,
+			col("id", "integer", key),
+			col("b", "text"),
+		)},
+		{name: "alter_move_table", prev: usersV1, t: table("archive", "Old Users", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", notNull, attnum(2)),
+			col("email", "character varying(255)", attnum(3)),
+			col("score", "integer", dflt("0"), attnum(4)),
+		)},
+		{name: "alter_unchanged", prev: usersV1, t: usersV1},
+	}
+}
+
+// render is what a golden file holds: the statements a sink runs, in order.
+func render(d Dialect, c goldenCase) string {
+	var b strings.Builder
+	write := func(stmts []string) {
+		for _, s := range stmts {
+			b.WriteString(s + ";\n\n")
+		}
+	}
+	create := func(t *Table) {
+		schema, _ := d.TargetTable(t)
+		write([]string{d.CreateSchema(schema)})
+		write(d.CreateTypes(t))
+		stmts, err := d.CreateTable(t)
+		if err != nil {
+			b.WriteString("-- error: " + err.Error() + "\n")
+			return
+		}
+		write(stmts)
+	}
+	if c.prev == nil {
+		b.WriteString("-- create\n")
+		create(c.t)
+		return b.String()
+	}
+	b.WriteString("-- create (previous version)\n")
+	create(c.prev)
+	b.WriteString("-- alter\n")
+	write(d.CreateTypes(c.t))
+	stmts, err := d.AlterTable(c.prev, c.t)
+	if err != nil {
+		b.WriteString("-- error: " + err.Error() + "\n")
+		return b.String()
+	}
+	write(stmts)
+	return b.String()
+}
+
+func TestPostgresGolden(t *testing.T) {
+	dir := filepath.Join("testdata", "postgres")
+	want := map[string]bool{}
+	for _, c := range goldenCases() {
+		want[c.name+".sql"] = true
+		t.Run(c.name, func(t *testing.T) {
+			got := render(Postgres, c)
+			path := filepath.Join(dir, c.name+".sql")
+			if *update {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read golden file (run go test ./schema -run TestPostgresGolden -update): %v", err)
+			}
+			if got != string(golden) {
+				t.Errorf("%s differs from the generated SQL (rerun with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, golden)
+			}
+		})
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []string
+	for _, e := range entries {
+		if !want[e.Name()] {
+			stale = append(stale, e.Name())
+		}
+	}
+	sort.Strings(stale)
+	if len(stale) > 0 {
+		t.Errorf("golden files without a case (delete them): %v", stale)
+	}
+}
+
+func TestPostgresQuoteIdent(t *testing.T) {
+	for in, want := range map[string]string{
+		"users":      `"users"`,
+		"Users":      `"Users"`,
+		`we"ird`:     `"we""ird"`,
+		`""`:         `""""""`,
+		"with space": `"with space"`,
+		"a\x00b":     `"ab"`,
+		"ü":          `"ü"`,
+		"":           `""`,
+	} {
+		if got := Postgres.QuoteIdent(in); got != want {
+			t.Errorf("QuoteIdent(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestPostgresQuoteLiteral(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":    `'plain'`,
+		"it's":     `'it''s'`,
+		`back\sl`:  `E'back\\sl'`,
+		`it's \ x`: `E'it''s \\ x'`,
+		"a\x00b":   `'ab'`,
+	} {
+		if got := quoteLiteral(in); got != want {
+			t.Errorf("quoteLiteral(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestPostgresAlterVolatileDefaultError(t *testing.T) {
+	prev := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)))
+	next := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)),
+		col("token", "uuid", volatile("gen_random_uuid()"), attnum(2)))
+	_, err := Postgres.AlterTable(prev, next)
+	if !errors.Is(err, ErrVolatileDefault) {
+		t.Fatalf("err = %v, want ErrVolatileDefault", err)
+	}
+	for _, part := range []string{"app.users", `"token"`, "gen_random_uuid()", "cannot be reproduced"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not mention %q", err, part)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error spans lines: %q", err)
+	}
+	// A volatile default on an existing column is no error: the target drops it.
+	prev2 := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)), col("token", "uuid", attnum(2)))
+	stmts, err := Postgres.AlterTable(prev2, next)
+	if err != nil || len(stmts) != 0 {
+		t.Fatalf("AlterTable = %q, %v; want no statements (the target had no default)", stmts, err)
+	}
+}
+
+func TestPostgresErrors(t *testing.T) {
+	if _, err := Postgres.AlterTable(nil, table("a", "b", IdentityDefault)); err == nil {
+		t.Error("AlterTable(nil, t) succeeded")
+	}
+	if _, err := Postgres.CreateTable(nil); err == nil {
+		t.Error("CreateTable(nil) succeeded")
+	}
+	noType := table("a", "b", IdentityDefault, Column{Name: "x", TypeOID: 99999})
+	_, err := Postgres.CreateTable(noType)
+	if err == nil || !strings.Contains(err.Error(), `a.b column "x"`) {
+		t.Errorf("CreateTable without type name: err = %v", err)
+	}
+	if _, err := Postgres.AlterTable(table("a", "b", IdentityDefault), noType); err == nil {
+		t.Error("AlterTable to a column without type name succeeded")
+	}
+}
+
+func TestPostgresCreateTypesSkipsExtensionAndBuiltinTypes(t *testing.T) {
+	builtinDomain := &Type{OID: 13000, Namespace: "information_schema", Name: "cardinal_number", Category: CategoryDomain, BaseOID: 23, BaseName: "integer"}
+	tbl := &Table{Schema: "public", Name: "t", Columns: []Column{col("nick", "public.citext", ofType(extType)), col("n", "information_schema.cardinal_number")},
+		Types: []*Type{extType, builtinDomain, moodArrayType}}
+	if stmts := Postgres.CreateTypes(tbl); len(stmts) != 0 {
+		t.Errorf("CreateTypes = %q, want nothing: extension base types, built-in domains and arrays are not created", stmts)
+	}
+}
+
+func TestDoBlockTag(t *testing.T) {
+	got := doBlock("x $pgrelay$ y $pgrelay1$")
+	if !strings.HasPrefix(got, "DO $pgrelay2$\n") || !strings.HasSuffix(got, "\n$pgrelay2$") {
+		t.Errorf("doBlock chose a tag in the body: %q", got)
+	}
+}

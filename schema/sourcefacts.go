@@ -1,0 +1,376 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SourceFacts reads facts from the source's pg_catalog over a normal (not
+// replication) connection. Each call runs in its own read-only REPEATABLE READ
+// transaction with an empty search_path, so every name the server prints
+// (defaults, domain checks, index definitions, types) comes out schema-qualified
+// the way pg_dump prints it. Like the pgx.Conn it uses, it is not safe for
+// concurrent use.
+type SourceFacts struct {
+	conn          *pgx.Conn
+	serverVersion int // server_version_num, read on first use
+}
+
+// IndexReader is implemented by fact readers that can also list a table's
+// secondary indexes (SourceFacts does); the snapshot copy finds it by type
+// assertion and builds the indexes after the data.
+type IndexReader interface {
+	// IndexDefs returns pg_get_indexdef of every valid index of schema.table that
+	// does not back the target's primary key, ordered by index name. The
+	// definitions name the table schema-qualified ("ON app.t USING btree (...)").
+	IndexDefs(ctx context.Context, schema, table string) ([]string, error)
+}
+
+var (
+	_ FactReader  = (*SourceFacts)(nil)
+	_ IndexReader = (*SourceFacts)(nil)
+)
+
+// NewSourceFacts returns a FactReader querying the source catalog over conn.
+func NewSourceFacts(conn *pgx.Conn) FactReader { return &SourceFacts{conn: conn} }
+
+// Patterns over a default's stored expression tree (pg_attrdef.adbin printed as
+// text, the nodeToString form). A default is reproducible on a target only when
+// it is immutable: any volatile function (nextval, random, gen_random_uuid) and
+// any stable one (now, current_timestamp) gives the target a different value than
+// the one the source stored in its existing rows when the column was added. So,
+// like PostgreSQL's contain_mutable_functions, we look at every function the tree
+// calls — FUNCEXPR's funcid and the opfuncid of operator nodes — and check its
+// provolatile. pg_depend cannot answer this: dependencies on built-in (pinned)
+// functions such as nextval or now are never recorded. Nodes that call functions
+// we cannot see by OID this way (value functions such as CURRENT_TIMESTAMP before
+// PostgreSQL 16, identity sequences, I/O conversions, row comparisons) count as
+// not immutable, erring on the side of reporting.
+const (
+	mutableNodePattern = `\{(SQLVALUEFUNCTION|NEXTVALUEEXPR|COERCEVIAIO|CURRENTOFEXPR|ROWCOMPAREEXPR)[ }]`
+	funcIDPattern      = `:(func|opfunc)id ([0-9]+)`
+)
+
+// typeNameJoin resolves %[1]s (a type OID expression) to the type whose namespace
+// decides qualification: the element type of an array, else the type itself.
+const typeNameJoin = `
+JOIN pg_catalog.pg_type tt ON tt.oid = %[1]s
+JOIN pg_catalog.pg_type et ON et.oid = CASE WHEN tt.typcategory = 'A' AND tt.typelem <> 0 AND tt.typtype = 'b' THEN tt.typelem ELSE tt.oid END
+JOIN pg_catalog.pg_namespace etn ON etn.oid = et.typnamespace`
+
+// typeNameCols are the columns qualifiedTypeName needs.
+const typeNameCols = `pg_catalog.format_type(%[1]s, %[2]s), etn.nspname <> 'pg_catalog',
+pg_catalog.quote_ident(etn.nspname), pg_catalog.quote_ident(et.typname)`
+
+func (s *SourceFacts) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+	if s == nil || s.conn == nil {
+		return fmt.Errorf("schema: %s: no source connection (NewSourceFacts got nil)", what)
+	}
+	tx, err := s.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("schema: %s: begin: %w", what, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only; the error of fn matters
+	if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config('search_path', '', true)`); err != nil {
+		return fmt.Errorf("schema: %s: set search_path: %w", what, err)
+	}
+	if s.serverVersion == 0 {
+		var v string
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')`).Scan(&v); err != nil {
+			return fmt.Errorf("schema: %s: read server_version_num: %w", what, err)
+		}
+		if _, err := fmt.Sscan(v, &s.serverVersion); err != nil {
+			return fmt.Errorf("schema: %s: server_version_num %q is not a number", what, v)
+		}
+	}
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("schema: %s: %w", what, err)
+	}
+	return nil
+}
+
+// TableFacts implements FactReader.
+func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (TableFacts, error) {
+	facts := TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}
+	err := s.inTx(ctx, fmt.Sprintf("read columns of %s.%s", schema, table), func(tx pgx.Tx) error {
+		generated := "false"
+		if s.serverVersion >= 120000 {
+			generated = "a.attgenerated <> ''"
+		}
+		query := `
+SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod") + `,
+       a.attnotnull,
+       CASE WHEN d.adbin IS NULL OR ` + generated + ` THEN '' ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END,
+       d.adbin IS NOT NULL AND NOT ` + generated + ` AND (
+         d.adbin::text ~ $3 OR EXISTS (
+           SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m
+           JOIN pg_catalog.pg_proc p ON p.oid = m[2]::oid
+           WHERE p.provolatile <> 'i'))
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `
+LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum`
+		rows, err := tx.Query(ctx, query, schema, table, mutableNodePattern, funcIDPattern)
+		if err != nil {
+			return err
+		}
+		var userTypes []uint32
+		for rows.Next() {
+			var (
+				name, formatted, nsQuoted, nameQuoted string
+				userNS                                bool
+				f                                     ColumnFacts
+			)
+			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
+				&f.NotNull, &f.Default, &f.VolatileDefault); err != nil {
+				rows.Close()
+				return err
+			}
+			f.TypeName = qualifiedTypeName(formatted, userNS, nsQuoted, nameQuoted)
+			facts.Columns[name] = f
+			if f.TypeOID >= FirstUserOID {
+				userTypes = append(userTypes, f.TypeOID)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, oid := range userTypes {
+			if err := s.collectType(ctx, tx, oid, facts.Types); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return TableFacts{}, err
+	}
+	return facts, nil
+}
+
+// collectType reads oid and, recursively, the non-built-in types it is defined in
+// terms of into types.
+func (s *SourceFacts) collectType(ctx context.Context, tx pgx.Tx, oid uint32, types map[uint32]*Type) error {
+	if oid < FirstUserOID || types[oid] != nil {
+		return nil
+	}
+	typ, err := s.readType(ctx, tx, oid)
+	if err != nil {
+		return err
+	}
+	types[oid] = typ
+	for _, dep := range typeDeps(typ) {
+		if err := s.collectType(ctx, tx, dep, types); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TypeFacts implements FactReader.
+func (s *SourceFacts) TypeFacts(ctx context.Context, oid uint32) (*Type, error) {
+	var typ *Type
+	err := s.inTx(ctx, fmt.Sprintf("read type oid %d", oid), func(tx pgx.Tx) error {
+		var err error
+		typ, err = s.readType(ctx, tx, oid)
+		return err
+	})
+	return typ, err
+}
+
+// readType reads one type's facts.
+func (s *SourceFacts) readType(ctx context.Context, tx pgx.Tx, oid uint32) (*Type, error) {
+	var (
+		typtype, typcategory     string
+		typelem, typbasetype     uint32
+		typtypmod                int32
+		typnotnull               bool
+		typrelid, rangeSubtype   uint32
+		rangeOfMultirange        uint32
+		domainDefault            string
+		hasRange, hasMultirange  bool
+		typ                      = &Type{OID: oid}
+		multirangeCol, rangeJoin string
+	)
+	if s.serverVersion >= 140000 {
+		multirangeCol = "mr.rngtypid"
+		rangeJoin = "LEFT JOIN pg_catalog.pg_range mr ON mr.rngmultitypid = t.oid"
+	} else {
+		multirangeCol = "NULL::oid"
+	}
+	err := tx.QueryRow(ctx, `
+SELECT n.nspname, t.typname, t.typtype, t.typcategory, t.typelem, t.typbasetype, t.typtypmod,
+       t.typnotnull, t.typrelid, COALESCE(pg_catalog.pg_get_expr(t.typdefaultbin, 0), t.typdefault, ''),
+       r.rngsubtype IS NOT NULL, COALESCE(r.rngsubtype, 0),
+       `+multirangeCol+` IS NOT NULL, COALESCE(`+multirangeCol+`, 0)
+FROM pg_catalog.pg_type t
+JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
+`+rangeJoin+`
+WHERE t.oid = $1`, oid).Scan(&typ.Namespace, &typ.Name, &typtype, &typcategory, &typelem, &typbasetype,
+		&typtypmod, &typnotnull, &typrelid, &domainDefault, &hasRange, &rangeSubtype, &hasMultirange, &rangeOfMultirange)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("type oid %d does not exist on the source", oid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read type oid %d: %w", oid, err)
+	}
+	typ.BaseOID = oid
+	switch {
+	case typtype == "e":
+		typ.Category = CategoryEnum
+		rows, err := tx.Query(ctx, `SELECT enumlabel FROM pg_catalog.pg_enum WHERE enumtypid = $1 ORDER BY enumsortorder`, oid)
+		if err != nil {
+			return nil, fmt.Errorf("read labels of enum %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
+		typ.EnumLabels, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("read labels of enum %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
+	case typtype == "d":
+		typ.Category = CategoryDomain
+		typ.BaseOID = typbasetype
+		typ.DomainNotNull = typnotnull
+		typ.DomainDefault = domainDefault
+		if typ.BaseName, err = formatType(ctx, tx, typbasetype, typtypmod); err != nil {
+			return nil, err
+		}
+		rows, err := tx.Query(ctx, `
+SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
+WHERE contypid = $1 AND contype = 'c' ORDER BY conname`, oid)
+		if err != nil {
+			return nil, fmt.Errorf("read checks of domain %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
+		checks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("read checks of domain %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
+		for _, c := range checks {
+			// CREATE DOMAIN takes no NOT VALID: the target's rows come from the
+			// source, which enforces the check for new rows.
+			typ.DomainChecks = append(typ.DomainChecks, strings.TrimSuffix(c, " NOT VALID"))
+		}
+	case typtype == "c":
+		typ.Category = CategoryComposite
+		rows, err := tx.Query(ctx, `
+SELECT a.attname, a.atttypid, `+fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod")+`
+FROM pg_catalog.pg_attribute a`+fmt.Sprintf(typeNameJoin, "a.atttypid")+`
+WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum`, typrelid)
+		if err != nil {
+			return nil, fmt.Errorf("read attributes of type %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
+		for rows.Next() {
+			var (
+				a                               Attribute
+				formatted, nsQuoted, nameQuoted string
+				userNS                          bool
+			)
+			if err := rows.Scan(&a.Name, &a.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read attributes of type %s.%s: %w", typ.Namespace, typ.Name, err)
+			}
+			a.TypeName = qualifiedTypeName(formatted, userNS, nsQuoted, nameQuoted)
+			typ.Attributes = append(typ.Attributes, a)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read attributes of type %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
+	case hasRange:
+		typ.Category = CategoryRange
+		typ.BaseOID = rangeSubtype
+		if typ.BaseName, err = formatType(ctx, tx, rangeSubtype, -1); err != nil {
+			return nil, err
+		}
+	case typcategory == "A" && typelem != 0 && typtype == "b":
+		typ.Category = CategoryArray
+		typ.BaseOID = typelem
+		if typ.BaseName, err = formatType(ctx, tx, typelem, -1); err != nil {
+			return nil, err
+		}
+	case hasMultirange:
+		// Created together with its range type: a base type depending on it.
+		typ.Category = CategoryBase
+		typ.BaseOID = rangeOfMultirange
+		if typ.BaseName, err = formatType(ctx, tx, rangeOfMultirange, -1); err != nil {
+			return nil, err
+		}
+	default:
+		typ.Category = CategoryBase // base types of extensions: the target needs the extension
+	}
+	return typ, nil
+}
+
+// formatType is format_type(oid, typmod), schema-qualified for non-built-in types.
+func formatType(ctx context.Context, tx pgx.Tx, oid uint32, typmod int32) (string, error) {
+	var (
+		formatted, nsQuoted, nameQuoted string
+		userNS                          bool
+	)
+	err := tx.QueryRow(ctx, `SELECT `+fmt.Sprintf(typeNameCols, "x.o", "x.m")+`
+FROM (SELECT $1::oid AS o, $2::int4 AS m) x`+fmt.Sprintf(typeNameJoin, "x.o"), oid, typmod).
+		Scan(&formatted, &userNS, &nsQuoted, &nameQuoted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("type oid %d does not exist on the source", oid)
+	}
+	if err != nil {
+		return "", fmt.Errorf("format type oid %d: %w", oid, err)
+	}
+	return qualifiedTypeName(formatted, userNS, nsQuoted, nameQuoted), nil
+}
+
+// qualifiedTypeName makes sure a format_type result names a type outside
+// pg_catalog with its schema. format_type qualifies only types its search_path
+// does not show; we read the namespace explicitly instead of relying on that.
+// nsQuoted and nameQuoted are quote_ident of the (element) type's schema and name.
+func qualifiedTypeName(formatted string, userNS bool, nsQuoted, nameQuoted string) string {
+	if !userNS {
+		return formatted
+	}
+	qualified := nsQuoted + "." + nameQuoted
+	if rest, ok := strings.CutPrefix(formatted, qualified); ok && typeSuffix(rest) {
+		return formatted
+	}
+	if rest, ok := strings.CutPrefix(formatted, nameQuoted); ok && typeSuffix(rest) {
+		return qualified + rest
+	}
+	return formatted
+}
+
+// typeSuffix reports whether rest can follow a type name in format_type's output:
+// nothing, a typmod, or array brackets.
+func typeSuffix(rest string) bool {
+	return rest == "" || strings.HasPrefix(rest, "(") || strings.HasPrefix(rest, "[")
+}
+
+// IndexDefs implements IndexReader. The index backing the primary key is left
+// out, and so is the replica identity index of a table with REPLICA IDENTITY
+// INDEX (its columns become the target's primary key); invalid indexes (a failed
+// CREATE INDEX CONCURRENTLY) are left out too.
+func (s *SourceFacts) IndexDefs(ctx context.Context, schema, table string) ([]string, error) {
+	var defs []string
+	err := s.inTx(ctx, fmt.Sprintf("read indexes of %s.%s", schema, table), func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+SELECT pg_catalog.pg_get_indexdef(i.indexrelid)
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+WHERE n.nspname = $1 AND c.relname = $2
+  AND NOT i.indisprimary AND i.indisvalid
+  AND NOT (i.indisreplident AND c.relreplident = 'i')
+ORDER BY ic.relname`, schema, table)
+		if err != nil {
+			return err
+		}
+		defs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return defs, err
+}

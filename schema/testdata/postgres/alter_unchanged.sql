@@ -1,0 +1,12 @@
+-- create (previous version)
+CREATE SCHEMA IF NOT EXISTS "public";
+
+CREATE TABLE IF NOT EXISTS "public"."users" (
+	"id" integer NOT NULL,
+	"name" text NOT NULL,
+	"email" character varying(255),
+	"score" integer DEFAULT 0,
+	PRIMARY KEY ("id")
+);
+
+-- alter

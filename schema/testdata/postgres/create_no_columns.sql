@@ -1,0 +1,5 @@
+-- create
+CREATE SCHEMA IF NOT EXISTS "public";
+
+CREATE TABLE IF NOT EXISTS "public"."empty" ();
+

@@ -1,0 +1,94 @@
+-- create
+CREATE SCHEMA IF NOT EXISTS "app";
+
+CREATE SCHEMA IF NOT EXISTS "app";
+
+CREATE SCHEMA IF NOT EXISTS "ref";
+
+DO $pgrelay$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'posint') THEN
+		CREATE DOMAIN "app"."posint" AS integer DEFAULT 1 NOT NULL CHECK ((VALUE > 0));
+	END IF;
+END
+$pgrelay$;
+
+DO $pgrelay$
+DECLARE
+	label pg_catalog.text;
+	prev pg_catalog.text;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'mood') THEN
+		CREATE TYPE "app"."mood" AS ENUM ('sad', 'ok', 'happy', E'it''s \\ odd');
+	ELSE
+		FOREACH label IN ARRAY ARRAY['sad', 'ok', 'happy', E'it''s \\ odd']::pg_catalog.text[] LOOP
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = '"app"."mood"'::pg_catalog.regtype AND enumlabel = label) THEN
+				IF prev IS NULL THEN
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', '"app"."mood"', label);
+				ELSE
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', '"app"."mood"', label, prev);
+				END IF;
+			END IF;
+			prev := label;
+		END LOOP;
+	END IF;
+END
+$pgrelay$;
+
+DO $pgrelay$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'ref' AND t.typname = 'code') THEN
+		CREATE DOMAIN "ref"."code" AS character varying(8) CHECK (((VALUE)::text ~ '^[A-Z]+$'::text)) CHECK ((length((VALUE)::text) > 1));
+	END IF;
+END
+$pgrelay$;
+
+DO $pgrelay$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'address') THEN
+		CREATE TYPE "app"."address" AS ("street" text, "zip" ref.code, "Floor No" app.posint);
+	END IF;
+END
+$pgrelay$;
+
+DO $pgrelay$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'span') THEN
+		CREATE TYPE "app"."span" AS RANGE (SUBTYPE = double precision);
+	END IF;
+END
+$pgrelay$;
+
+DO $pgrelay1$
+DECLARE
+	label pg_catalog.text;
+	prev pg_catalog.text;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'tag') THEN
+		CREATE TYPE "app"."tag" AS ENUM ('$pgrelay$', 'plain');
+	ELSE
+		FOREACH label IN ARRAY ARRAY['$pgrelay$', 'plain']::pg_catalog.text[] LOOP
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = '"app"."tag"'::pg_catalog.regtype AND enumlabel = label) THEN
+				IF prev IS NULL THEN
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', '"app"."tag"', label);
+				ELSE
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', '"app"."tag"', label, prev);
+				END IF;
+			END IF;
+			prev := label;
+		END LOOP;
+	END IF;
+END
+$pgrelay1$;
+
+CREATE TABLE IF NOT EXISTS "app"."people" (
+	"id" app.posint NOT NULL,
+	"mood" app.mood DEFAULT 'ok'::app.mood NOT NULL,
+	"moods" app.mood[],
+	"home" app.address,
+	"homes" app.address[],
+	"span" app.span,
+	"tag" app.tag,
+	PRIMARY KEY ("id")
+);
+
