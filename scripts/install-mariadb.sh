@@ -34,37 +34,15 @@ if server=$(find_server) && has_install_db; then
 	exit 0
 fi
 
-if [[ $(id -u) -ne 0 ]]; then
-	echo "install-mariadb: mariadbd is missing and this script needs root to install it; run: sudo apt-get install mariadb-server" >&2
-	exit 1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-# policy-rc.d 101 tells invoke-rc.d not to start services during the install;
-# remove it afterwards only if we created it.
-created_policy=0
-if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-	chmod 755 /usr/sbin/policy-rc.d
-	created_policy=1
-fi
-cleanup() {
-	if [[ $created_policy -eq 1 ]]; then
-		rm -f /usr/sbin/policy-rc.d
-	fi
-}
-trap cleanup EXIT
-
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+apt_install mariadb-server mariadb-client
 
 # In case a service manager started it anyway: the harness runs its own servers.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mariadb 2>/dev/null; then
 	systemctl stop mariadb || true
 fi
-if command -v service >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
-	:
-elif [[ -x /etc/init.d/mariadb ]]; then
+if [[ ! -d /run/systemd/system && -x /etc/init.d/mariadb ]]; then
 	/etc/init.d/mariadb stop >/dev/null 2>&1 || true
 fi
 

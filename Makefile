@@ -1,0 +1,51 @@
+# pgrelay — the two commands of a new user are `make demo` and `make test`.
+
+GO ?= go
+export PATH := /usr/local/go/bin:$(PATH)
+
+# PostgreSQL majors the integration tests run against (PGRELAY_TEST_MAJORS).
+TEST_MAJORS ?= 15,18
+ALL_MAJORS := 14,15,16,17,18
+GOTESTFLAGS ?= -race -timeout 20m
+BENCH ?= .
+BENCHFLAGS ?= -benchmem -timeout 60m
+
+comma := ,
+majors = $(subst $(comma), ,$(1))
+
+.PHONY: all build test test-matrix bench lint setup demo clean
+
+all: build
+
+## build: compile bin/pgrelay
+build:
+	$(GO) build -o bin/pgrelay ./cmd/pgrelay
+
+## setup: fetch the PostgreSQL servers of TEST_MAJORS and install MariaDB
+setup:
+	bash scripts/fetch-postgres.sh $(call majors,$(TEST_MAJORS))
+	bash scripts/install-mariadb.sh
+
+## test: unit and integration tests, race detector on, PostgreSQL 15 and 18
+test: setup
+	PGRELAY_TEST_MAJORS=$(TEST_MAJORS) $(GO) test $(GOTESTFLAGS) ./...
+
+## test-matrix: the same against every supported PostgreSQL major
+test-matrix:
+	$(MAKE) test TEST_MAJORS=$(ALL_MAJORS)
+
+## bench: run the benchmarks (BENCH=regexp to choose)
+bench: setup
+	PGRELAY_TEST_MAJORS=$(TEST_MAJORS) $(GO) test -run '^$$' -bench '$(BENCH)' $(BENCHFLAGS) ./...
+
+## lint: gofmt must list nothing, go vet must pass
+lint:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## demo: replicate a sample database end to end (scripts/demo.sh)
+demo: build setup
+	bash scripts/demo.sh
+
+clean:
+	rm -rf bin
