@@ -71,6 +71,13 @@ type Sink interface {
 	Setup(ctx context.Context, slot string) (Progress, error)
 	// EnsureTable creates the target table for t when missing, or evolves it
 	// from prev (the previous version of the same relation, nil when unknown).
+	//
+	// apply may call it while a Tx from Begin is open, between two changes of a
+	// source transaction that needs the new definition. A sink whose DDL is
+	// transactional (PostgreSQL) must then run it inside that open Tx, so that it
+	// commits or rolls back with the changes. A sink whose DDL commits implicitly
+	// reports so through DDLCommits; apply then never calls EnsureTable while a Tx
+	// is open.
 	EnsureTable(ctx context.Context, t, prev *schema.Table) error
 	// Begin starts a target transaction.
 	Begin(ctx context.Context) (Tx, error)
@@ -81,6 +88,8 @@ type Sink interface {
 // (group commit); one source transaction never spans two.
 type Tx interface {
 	// Apply queues or executes one change. Errors may surface here or at Commit.
+	// The sink owns ch and the tuples it references from the call on: apply
+	// hands over copies, never the decoder's reused buffers.
 	Apply(ctx context.Context, ch *Change) error
 	// Truncate empties tables (options are source.Truncate* bits).
 	Truncate(ctx context.Context, tables []*schema.Table, options uint8) error
@@ -103,8 +112,64 @@ type TwoPhase interface {
 	PreparedGIDs(ctx context.Context, prefix string) ([]string, error)
 }
 
+// DDLCommits is the capability to say that the target's DDL commits the open
+// transaction implicitly (MySQL, MariaDB). When DDLCommits returns true, apply
+// commits the open group and calls Sink.EnsureTable with no Tx open, before the
+// changes of the source transaction that needs the new definition. A sink
+// without this method is taken to have transactional DDL.
+type DDLCommits interface {
+	DDLCommits() bool
+}
+
 // BulkLoader is the capability to load a whole table from a stream in
 // PostgreSQL's COPY text format (the snapshot copy).
 type BulkLoader interface {
 	CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (rows int64, err error)
+}
+
+// Snapshot table states, in the order a table goes through them.
+const (
+	TablePending = "pending" // to be copied
+	TableCopying = "copying" // copy started; a restart copies it again from scratch
+	TableCopied  = "copied"  // rows are in
+	TableIndexed = "indexed" // secondary indexes built: done
+)
+
+// TableState is the snapshot copy state of one table on the target.
+type TableState struct {
+	Schema, Name string // source schema and name
+	State        string // TablePending … TableIndexed
+	Rows, Bytes  int64
+	UpdatedAt    time.Time
+}
+
+// Seed records the snapshot a slot's target was seeded from.
+type Seed struct {
+	Slot string
+	// ConsistentPoint is the LSN of the slot's exported snapshot: transactions
+	// ending at or before it are in the copy.
+	ConsistentPoint source.LSN
+	SnapshotDone    bool
+	CreatedAt       time.Time
+	DoneAt          time.Time // zero until SnapshotDone
+}
+
+// SeedStore is the capability to keep snapshot (seed) state on the target, next
+// to the data, so a restarted migration knows what is already copied.
+type SeedStore interface {
+	// Seed returns the slot's seed record; found is false when there is none.
+	Seed(ctx context.Context, slot string) (seed Seed, found bool, err error)
+	// StartSeed records a new snapshot at consistentPoint, not done, replacing
+	// any previous record and forgetting the slot's table states.
+	StartSeed(ctx context.Context, slot string, consistentPoint source.LSN) error
+	// MarkSeeded marks the snapshot done and, in the same target transaction,
+	// moves the slot's progress to consistentPoint (never backwards).
+	MarkSeeded(ctx context.Context, slot string, consistentPoint source.LSN) error
+	// TableStates lists the slot's table states, ordered by schema and name.
+	TableStates(ctx context.Context, slot string) ([]TableState, error)
+	// SetTableState inserts or replaces one table's state.
+	SetTableState(ctx context.Context, slot string, st TableState) error
+	// Teardown removes everything pgrelay recorded for slot on the target, and
+	// pgrelay's metadata schema itself when no other slot uses it.
+	Teardown(ctx context.Context, slot string) error
 }

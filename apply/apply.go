@@ -1,0 +1,1127 @@
+// Package apply turns the decoded pgoutput stream into target transactions: it
+// assembles source transactions (plain, streamed and prepared), buffers and spills
+// the ones that cannot be applied as they arrive, groups small ones into one
+// target commit, and keeps the position the target durably holds, which is the
+// only one acknowledged to the source.
+//
+// The message flow it implements is the one of the PostgreSQL manual, chapter
+// "Logical Streaming Replication Protocol", section "Logical Replication
+// Protocol Message Flow"
+// (https://www.postgresql.org/docs/current/protocol-logical-replication.html).
+//
+// # Exactly once
+//
+// The target stores one position P per slot, written in the same target
+// transaction as the changes (sink.Tx.Commit): every source transaction whose
+// end LSN is ≤ P is on the target (invariant 1). Start reads P; replication
+// restarts at P and apply skips what the source sends again:
+//
+//   - A plain transaction is skipped when its Begin's FinalLSN (the LSN of its
+//     commit record) is < P. This is exact: P is always the end of a WAL record
+//     (a commit's end LSN, or a position the walsender reported, which is the
+//     start or end of a record), and WAL records do not overlap, so a commit
+//     record starting before P ends at or before P, and one starting at or after
+//     P ends after it. Deciding at Begin keeps skipped transactions from ever
+//     opening a target transaction; Commit checks that EndLSN ≤ P indeed.
+//   - A streamed transaction is skipped at Stream Commit when EndLSN ≤ P.
+//   - A prepared transaction's body is skipped when its prepare end LSN ≤ P or
+//     its GID is already prepared on the target; Commit Prepared and Rollback
+//     Prepared when their end LSN ≤ P.
+//
+// # Groups
+//
+// Plain transactions are applied to an open target transaction as their changes
+// arrive (never buffered whole). Consecutive source transactions share that
+// target transaction until it holds GroupMaxRows changes or has been open for
+// GroupMaxDelay, or the stream goes idle; a group is only ever committed between
+// source transactions, so one source transaction is never split (invariant 3).
+// A buffered transaction whose size would overflow a non-empty group is
+// committed apart from it. Prepared transactions never join a group.
+//
+// # What is acknowledged
+//
+// Durable is the position last stored on the target by a commit: it only moves
+// forward, and Run acknowledges nothing else (invariant 2). When the stream is
+// idle and nothing is in hand, Run stores the position the source has sent up to
+// (at most every IdleProgressInterval) so that the slot can advance over WAL
+// with nothing for us, as PostgreSQL's own subscriber does.
+//
+// # Errors
+//
+// Any error stops the applier: the open target transaction is rolled back,
+// nothing past the last commit is acknowledged, and every later call returns the
+// same error. Retryable sink errors (sink.ErrRetryable) are returned as well,
+// not retried here: a source transaction may be half applied to the rolled-back
+// target transaction and only the source can send it again. The caller restarts
+// from the stored position with a new Applier (and a new stream).
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// ErrStop is returned by OnLogicalMessage to stop apply cleanly (the migrate
+// command's caught-up marker). Handle and Run return it wrapped.
+var ErrStop = errors.New("stop requested")
+
+// ErrProtocol is wrapped by the errors of messages out of place in the stream
+// (Commit without Begin, a change outside a transaction, …).
+var ErrProtocol = errors.New("unexpected message")
+
+// Catalog is what apply needs of the relation catalog; *schema.Catalog has it.
+type Catalog interface {
+	Apply(ctx context.Context, rel *source.Relation) (t, prev *schema.Table, changed bool, err error)
+	ApplyType(msg *source.TypeMessage)
+	Table(relationID uint32) (*schema.Table, error)
+}
+
+var _ Catalog = (*schema.Catalog)(nil)
+
+type txnKind byte
+
+const (
+	kindPlain   txnKind = 'B' // Begin … Commit
+	kindPrepare txnKind = 'b' // Begin Prepare … Prepare
+)
+
+// txn is the non-streamed transaction in hand, between Begin (Prepare) and
+// Commit (Prepare).
+type txn struct {
+	kind     txnKind
+	xid      uint32
+	gid      string
+	beginLSN source.LSN // Begin.FinalLSN or BeginPrepare.PrepareLSN
+	skip     bool
+	rows     int
+	buf      *txnBuffer // set when the transaction is buffered, not applied as it arrives
+	msgs     []*source.LogicalMessage
+}
+
+// preparedTxn is a transaction after its Prepare and before Commit/Rollback
+// Prepared: prepared on the target (buf nil) or held in buf for a target that
+// cannot prepare.
+type preparedTxn struct {
+	gid  string
+	buf  *txnBuffer
+	msgs []*source.LogicalMessage // transactional messages, delivered at commit
+}
+
+// Applier applies decoded pgoutput messages to a sink. It is driven by one
+// goroutine (Handle, Flush, Idle, Close); Durable may be called from any.
+type Applier struct {
+	cfg        Config
+	sink       sink.Sink
+	twoPhase   sink.TwoPhase // nil: prepared transactions are held until Commit Prepared
+	ddlCommits bool
+	cat        Catalog
+	log        *slog.Logger
+	now        func() time.Time
+
+	started   bool
+	skipBelow source.LSN    // P: the stored position read at Start
+	durable   atomic.Uint64 // the position last stored on the target
+	applied   sink.Progress // the end of the last source transaction applied (in the group or durable)
+	failed    error
+
+	// The group: the open target transaction of plain and streamed transactions.
+	tx         sink.Tx
+	groupStart time.Time
+	groupTxns  int
+	groupRows  int
+	groupMsgs  []pendingMessage
+
+	cur    *txn
+	prepTx sink.Tx // the own target transaction of a prepared transaction being applied
+
+	streaming bool
+	streamXid uint32
+	streams   map[uint32]*txnBuffer
+	prepared  map[uint32]*preparedTxn
+	// targetPrepared are our GIDs prepared on the target.
+	targetPrepared map[string]bool
+
+	spool         *spool
+	lastIdleStore time.Time
+}
+
+type pendingMessage struct {
+	msg *source.LogicalMessage
+	lsn source.LSN
+}
+
+// New returns an Applier for the sink s. It validates cfg (filling in defaults).
+// Call Start before Handle.
+func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if s == nil || cat == nil {
+		return nil, errors.New("apply: new: sink and catalog are required")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Applier{
+		cfg:            cfg,
+		sink:           s,
+		cat:            cat,
+		log:            log.With("component", "apply", "slot", cfg.Slot),
+		now:            time.Now,
+		streams:        make(map[uint32]*txnBuffer),
+		prepared:       make(map[uint32]*preparedTxn),
+		targetPrepared: make(map[string]bool),
+		spool:          newSpool(cfg.SpillDir, cfg.Slot, cfg.MemoryLimit),
+	}
+	if tp, ok := s.(sink.TwoPhase); ok && cfg.TwoPhase {
+		a.twoPhase = tp
+	}
+	if dc, ok := s.(sink.DDLCommits); ok {
+		a.ddlCommits = dc.DDLCommits()
+	}
+	return a, nil
+}
+
+// Start reads the stored progress (sink.Setup), removes spill files left by dead
+// processes, reconciles the target's prepared transactions of this slot and
+// returns the LSN to start replication at.
+//
+// Prepared transactions found on the target stay prepared: the source sends
+// their Commit Prepared or Rollback Prepared again, since those end after the
+// stored position. They are logged.
+func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
+	if a.started {
+		return 0, errors.New("apply: Start called twice")
+	}
+	p, err := a.sink.Setup(ctx, a.cfg.Slot)
+	if err != nil {
+		return 0, fmt.Errorf("apply: read stored progress: %w", err)
+	}
+	a.skipBelow = p.LSN
+	a.durable.Store(uint64(p.LSN))
+	a.applied = p
+	a.applied.Slot = a.cfg.Slot
+	if n, err := removeStaleSpillDirs(a.cfg.SpillDir, a.cfg.Slot); err != nil {
+		a.log.Warn("could not remove stale spill files", "err", err)
+	} else if n > 0 {
+		a.log.Info("removed stale spill directories", "count", n, "dir", a.cfg.SpillDir)
+	}
+	if a.twoPhase != nil {
+		prefix := GIDPrefix(a.cfg.Slot)
+		gids, err := a.twoPhase.PreparedGIDs(ctx, prefix)
+		if err != nil {
+			return 0, fmt.Errorf("apply: list prepared transactions on the target: %w", err)
+		}
+		for _, gid := range gids {
+			// Another slot's prefix may extend ours ("a_" and "a_b_"): ours end in the xid.
+			if _, err := strconv.ParseUint(strings.TrimPrefix(gid, prefix), 10, 32); err != nil || !strings.HasPrefix(gid, prefix) {
+				continue
+			}
+			a.targetPrepared[gid] = true
+			a.log.Info("prepared transaction on the target awaits COMMIT PREPARED or ROLLBACK PREPARED from the source", "gid", gid)
+		}
+	}
+	a.started = true
+	a.lastIdleStore = a.now()
+	return p.LSN, nil
+}
+
+// Durable returns the highest LSN durably stored on the target: what may be
+// acknowledged to the source. It never decreases.
+func (a *Applier) Durable() source.LSN { return source.LSN(a.durable.Load()) }
+
+func (a *Applier) setDurable(lsn source.LSN) {
+	for {
+		cur := a.durable.Load()
+		if uint64(lsn) <= cur || a.durable.CompareAndSwap(cur, uint64(lsn)) {
+			return
+		}
+	}
+}
+
+// Handle consumes one decoded message, carried by the XLogData whose WAL start
+// is walStart. The message may reuse the decoder's buffers: Handle copies what it
+// keeps.
+func (a *Applier) Handle(ctx context.Context, walStart source.LSN, msg source.Message) error {
+	if a.failed != nil {
+		return a.failed
+	}
+	if !a.started {
+		return errors.New("apply: Handle called before Start")
+	}
+	err := a.handle(ctx, walStart, msg)
+	if err != nil && !errors.Is(err, ErrStop) {
+		a.fail(ctx, err)
+	}
+	return err
+}
+
+// Flush commits the open group now, if no source transaction is half applied to
+// it, and stores the applied position if it is ahead of the stored one (after a
+// prepared transaction). Run calls it when the stream is idle.
+func (a *Applier) Flush(ctx context.Context) error {
+	if a.failed != nil {
+		return a.failed
+	}
+	if !a.started || a.inGroupTxn() {
+		return nil
+	}
+	if err := a.commitGroupOr(ctx, true); err != nil {
+		if !errors.Is(err, ErrStop) {
+			a.fail(ctx, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Idle tells the applier that the source has sent everything up to walEnd and
+// nothing more is waiting. It commits the open group and, when no transaction
+// at all is in hand (nothing half received, streamed, held or prepared on the
+// target), stores walEnd as the position at most every IdleProgressInterval.
+//
+// walEnd must be the start or the end of a WAL record at or before which the
+// source has sent everything: a keepalive's WAL end, or the start of a message
+// not yet handed over (a Begin: its commit lies after it). It must not be the end
+// of a Commit Prepared or Rollback Prepared not yet handled; Idle does not store
+// anything while one of our transactions is prepared on the target, so such a
+// message cannot be in flight then.
+func (a *Applier) Idle(ctx context.Context, walEnd source.LSN) error {
+	if err := a.Flush(ctx); err != nil {
+		return err
+	}
+	if !a.started || a.cur != nil || a.streaming || len(a.streams) > 0 || len(a.prepared) > 0 ||
+		len(a.targetPrepared) > 0 || a.groupTxns > 0 {
+		return nil
+	}
+	if walEnd <= a.Durable() || walEnd <= a.applied.LSN || a.now().Sub(a.lastIdleStore) < a.cfg.IdleProgressInterval {
+		return nil
+	}
+	a.lastIdleStore = a.now()
+	a.applied = sink.Progress{Slot: a.cfg.Slot, LSN: walEnd, CommitTime: a.applied.CommitTime}
+	return a.Flush(ctx)
+}
+
+// Close rolls back whatever is in hand (a source transaction is never partly
+// committed) and removes the spill files. It does not close the sink.
+func (a *Applier) Close(ctx context.Context) error {
+	errs := []error{a.rollback(ctx)}
+	a.cur = nil
+	a.streams = map[uint32]*txnBuffer{}
+	a.prepared = map[uint32]*preparedTxn{}
+	errs = append(errs, a.spool.close())
+	if a.failed == nil {
+		a.failed = errors.New("apply: applier closed")
+	}
+	return errors.Join(errs...)
+}
+
+// fail rolls back and poisons the applier after err.
+func (a *Applier) fail(ctx context.Context, err error) {
+	a.failed = err
+	if rerr := a.rollback(ctx); rerr != nil {
+		a.log.Warn("rollback after error failed", "err", rerr)
+	}
+}
+
+func (a *Applier) rollback(ctx context.Context) error {
+	// The caller's context may be what failed; the rollback still gets a chance.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if a.tx != nil {
+		errs = append(errs, a.tx.Rollback(rctx))
+		a.tx = nil
+	}
+	if a.prepTx != nil {
+		errs = append(errs, a.prepTx.Rollback(rctx))
+		a.prepTx = nil
+	}
+	a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("apply: rollback: %w", err)
+	}
+	return nil
+}
+
+func protoErr(lsn source.LSN, format string, args ...any) error {
+	return fmt.Errorf("apply: at LSN %s: %s: %w", lsn, fmt.Sprintf(format, args...), ErrProtocol)
+}
+
+// inGroupTxn reports whether a source transaction is being applied to the group's
+// target transaction right now (the group cannot be committed then).
+func (a *Applier) inGroupTxn() bool {
+	return a.cur != nil && a.cur.kind == kindPlain && !a.cur.skip && a.cur.buf == nil
+}
+
+func (a *Applier) handle(ctx context.Context, lsn source.LSN, msg source.Message) error {
+	switch m := msg.(type) {
+	case *source.Begin:
+		return a.begin(ctx, lsn, m)
+	case *source.Commit:
+		return a.commit(ctx, lsn, m)
+	case *source.Origin:
+		return nil
+	case *source.Relation:
+		return a.relation(ctx, lsn, m)
+	case *source.TypeMessage:
+		// Type messages only name types: applying them early is harmless.
+		a.cat.ApplyType(m)
+		return nil
+	case *source.Insert, *source.Update, *source.Delete, *source.Truncate:
+		return a.change(ctx, lsn, m)
+	case *source.LogicalMessage:
+		return a.logicalMessage(ctx, lsn, m)
+	case *source.StreamStart:
+		return a.streamStart(lsn, m)
+	case *source.StreamStop:
+		if !a.streaming {
+			return protoErr(lsn, "Stream Stop without Stream Start")
+		}
+		a.streaming = false
+		return nil
+	case *source.StreamCommit:
+		return a.streamCommit(ctx, lsn, m)
+	case *source.StreamAbort:
+		return a.streamAbort(lsn, m)
+	case *source.StreamPrepare:
+		return a.streamPrepare(ctx, lsn, m)
+	case *source.BeginPrepare:
+		return a.beginPrepare(ctx, lsn, m)
+	case *source.Prepare:
+		return a.prepare(ctx, lsn, m)
+	case *source.CommitPrepared:
+		return a.commitPrepared(ctx, lsn, m)
+	case *source.RollbackPrepared:
+		return a.rollbackPrepared(ctx, lsn, m)
+	case nil:
+		return protoErr(lsn, "nil message")
+	default:
+		return protoErr(lsn, "message of type %T is not handled", msg)
+	}
+}
+
+// outside checks that no transaction or stream chunk is open, for messages that
+// start or finish one.
+func (a *Applier) outside(lsn source.LSN, what string) error {
+	if a.streaming {
+		return protoErr(lsn, "%s inside the chunk of streamed transaction %d (no Stream Stop)", what, a.streamXid)
+	}
+	if a.cur != nil {
+		return protoErr(lsn, "%s inside transaction %d (no Commit or Prepare)", what, a.cur.xid)
+	}
+	return nil
+}
+
+func (a *Applier) begin(ctx context.Context, lsn source.LSN, m *source.Begin) error {
+	if err := a.outside(lsn, "Begin"); err != nil {
+		return err
+	}
+	t := &txn{kind: kindPlain, xid: m.Xid, beginLSN: m.FinalLSN, skip: m.FinalLSN < a.skipBelow}
+	a.cur = t
+	if t.skip {
+		return nil
+	}
+	if a.ddlCommits {
+		// A relation may need DDL half way through; buffer so that the DDL can
+		// run before any of this transaction's changes (see replay).
+		t.buf = a.spool.newBuffer(m.Xid)
+		return nil
+	}
+	_, err := a.groupTx(ctx)
+	return err
+}
+
+func (a *Applier) commit(ctx context.Context, lsn source.LSN, m *source.Commit) error {
+	t := a.cur
+	if a.streaming || t == nil || t.kind != kindPlain {
+		return protoErr(lsn, "Commit without Begin")
+	}
+	if m.CommitLSN != t.beginLSN {
+		return protoErr(lsn, "Commit of commit LSN %s does not match its Begin's %s", m.CommitLSN, t.beginLSN)
+	}
+	a.cur = nil
+	if t.skip {
+		if m.EndLSN > a.skipBelow {
+			return fmt.Errorf("apply: transaction %d ends at %s after the stored position %s although its commit %s is before it: the stored position is not a WAL record boundary", t.xid, m.EndLSN, a.skipBelow, m.CommitLSN)
+		}
+		return nil
+	}
+	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
+	if t.buf != nil {
+		defer t.buf.release()
+		return a.applyBuffered(ctx, t.buf, p)
+	}
+	return a.finishTxn(ctx, t.rows, p, t.msgs)
+}
+
+// groupTx returns the group's target transaction, beginning it when needed.
+func (a *Applier) groupTx(ctx context.Context) (sink.Tx, error) {
+	if a.tx == nil {
+		tx, err := a.sink.Begin(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("apply: begin target transaction: %w", err)
+		}
+		a.tx = tx
+		a.groupStart = a.now()
+	}
+	return a.tx, nil
+}
+
+// finishTxn records that a source transaction has been applied to the group and
+// commits the group when it is full or old.
+func (a *Applier) finishTxn(ctx context.Context, rows int, p sink.Progress, msgs []*source.LogicalMessage) error {
+	if _, err := a.groupTx(ctx); err != nil {
+		return err
+	}
+	a.groupTxns++
+	a.groupRows += rows
+	if p.LSN > a.applied.LSN {
+		a.applied = p
+	}
+	for _, m := range msgs {
+		a.groupMsgs = append(a.groupMsgs, pendingMessage{m, p.LSN})
+	}
+	if a.groupRows >= a.cfg.GroupMaxRows || a.now().Sub(a.groupStart) >= a.cfg.GroupMaxDelay {
+		return a.commitGroup(ctx)
+	}
+	return nil
+}
+
+// commitGroup commits the open group with the applied position. It must not be
+// called while a source transaction is half applied to the group.
+func (a *Applier) commitGroup(ctx context.Context) error { return a.commitGroupOr(ctx, false) }
+
+// commitGroupOr commits the open group; with storeApplied and no group, it
+// stores the applied position alone when it is ahead of the stored one (after a
+// prepared transaction, or an idle position).
+func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
+	if a.inGroupTxn() {
+		return errors.New("apply: internal error: group commit inside a source transaction")
+	}
+	if a.groupTxns == 0 && (!storeApplied || a.applied.LSN <= a.Durable()) {
+		if a.tx != nil {
+			// Only DDL ran in it (a Relation outside any transaction).
+			tx := a.tx
+			if err := tx.Commit(ctx, sink.Progress{Slot: a.cfg.Slot, LSN: a.Durable(), CommitTime: a.applied.CommitTime}); err != nil {
+				return fmt.Errorf("apply: commit at %s: %w", a.Durable(), err)
+			}
+			a.tx = nil
+		}
+		return nil
+	}
+	tx, err := a.groupTx(ctx)
+	if err != nil {
+		return err
+	}
+	p := a.applied
+	if err := tx.Commit(ctx, p); err != nil {
+		return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", a.groupTxns, p.LSN, err)
+	}
+	a.tx = nil
+	a.setDurable(p.LSN)
+	msgs := a.groupMsgs
+	a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
+	return a.deliver(ctx, msgs)
+}
+
+func (a *Applier) deliver(ctx context.Context, msgs []pendingMessage) error {
+	if a.cfg.OnLogicalMessage == nil {
+		return nil
+	}
+	for i, pm := range msgs {
+		if err := a.cfg.OnLogicalMessage(ctx, pm.msg, pm.lsn); err != nil {
+			if len(msgs) > i+1 {
+				a.log.Warn("logical messages not delivered after an error of the handler", "count", len(msgs)-i-1)
+			}
+			return fmt.Errorf("apply: logical message %q at %s: %w", pm.msg.Prefix, pm.msg.LSN, err)
+		}
+	}
+	return nil
+}
+
+// target returns the target transaction the changes of the transaction in hand go to.
+func (a *Applier) target(ctx context.Context) (sink.Tx, error) {
+	if a.cur != nil && a.cur.kind == kindPrepare {
+		return a.prepTx, nil
+	}
+	return a.groupTx(ctx)
+}
+
+func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relation) error {
+	if a.streaming {
+		return a.streams[a.streamXid].addRelation(m, lsn)
+	}
+	if a.cur != nil && a.cur.buf != nil {
+		return a.cur.buf.addRelation(m, lsn)
+	}
+	return a.ensureRelation(ctx, lsn, m, !a.inGroupTxn() && (a.cur == nil || a.cur.skip))
+}
+
+// ensureRelation installs a relation version and brings the target table up to
+// it. With a sink whose DDL commits implicitly, flushFirst commits the group
+// first; callers pass false only where no target transaction is open.
+func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, rel *source.Relation, flushFirst bool) error {
+	t, prev, changed, err := a.cat.Apply(ctx, rel)
+	if err != nil {
+		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+	}
+	if !changed {
+		return nil
+	}
+	return a.ensureTable(ctx, lsn, t, prev, flushFirst)
+}
+
+func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *schema.Table, flushFirst bool) error {
+	if a.ddlCommits && flushFirst {
+		if err := a.commitGroup(ctx); err != nil {
+			return err
+		}
+	}
+	if a.ddlCommits && (a.tx != nil || a.prepTx != nil) {
+		return fmt.Errorf("apply: internal error: DDL for %s with a target transaction open", t.QualifiedName())
+	}
+	if err := a.sink.EnsureTable(ctx, t, prev); err != nil {
+		return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
+	}
+	return nil
+}
+
+// subxid is the (sub)transaction a message in a stream chunk belongs to.
+func (a *Applier) subxid(xid uint32) uint32 {
+	if xid == 0 {
+		return a.streamXid
+	}
+	return xid
+}
+
+func (a *Applier) change(ctx context.Context, lsn source.LSN, msg source.Message) error {
+	var buf *txnBuffer
+	var subxid uint32
+	switch {
+	case a.streaming:
+		buf = a.streams[a.streamXid]
+		switch m := msg.(type) {
+		case *source.Insert:
+			subxid = a.subxid(m.Xid)
+		case *source.Update:
+			subxid = a.subxid(m.Xid)
+		case *source.Delete:
+			subxid = a.subxid(m.Xid)
+		case *source.Truncate:
+			subxid = a.subxid(m.Xid)
+		}
+	case a.cur == nil:
+		return protoErr(lsn, "%s outside a transaction", messageName(msg))
+	case a.cur.skip:
+		return nil
+	case a.cur.buf != nil:
+		buf, subxid = a.cur.buf, a.cur.xid
+	}
+	if buf != nil {
+		switch m := msg.(type) {
+		case *source.Insert:
+			return buf.addInsert(m, subxid, lsn)
+		case *source.Update:
+			return buf.addUpdate(m, subxid, lsn)
+		case *source.Delete:
+			return buf.addDelete(m, subxid, lsn)
+		case *source.Truncate:
+			return buf.addTruncate(m, subxid, lsn)
+		}
+		return nil
+	}
+	tx, err := a.target(ctx)
+	if err != nil {
+		return err
+	}
+	// The decoder reuses its tuples; the sink owns what it gets.
+	rec := &record{lsn: lsn}
+	switch m := msg.(type) {
+	case *source.Insert:
+		rec.kind, rec.relid, rec.new = recInsert, m.RelationID, m.New.Clone()
+	case *source.Update:
+		rec.kind, rec.relid, rec.oldKind, rec.old, rec.new = recUpdate, m.RelationID, m.OldKind, m.Old.Clone(), m.New.Clone()
+	case *source.Delete:
+		rec.kind, rec.relid, rec.oldKind, rec.old = recDelete, m.RelationID, m.OldKind, m.Old.Clone()
+	case *source.Truncate:
+		rec.kind, rec.options, rec.relids = recTruncate, m.Options, m.RelationIDs
+	}
+	if err := a.applyChange(ctx, tx, rec, nil); err != nil {
+		return err
+	}
+	a.cur.rows++
+	return nil
+}
+
+func messageName(msg source.Message) string {
+	if msg == nil {
+		return "nil message"
+	}
+	return msg.Type().String()
+}
+
+// applyChange sends one change record to tx. versions, when set, holds the
+// relation versions replay resolved for this point of the transaction.
+func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, versions map[uint32]*schema.Table) error {
+	table := func(relid uint32) (*schema.Table, error) {
+		if t, ok := versions[relid]; ok && t != nil {
+			return t, nil
+		}
+		t, err := a.cat.Table(relid)
+		if err != nil {
+			return nil, fmt.Errorf("apply: change at %s: %w", rec.lsn, err)
+		}
+		return t, nil
+	}
+	if rec.kind == recTruncate {
+		tables := make([]*schema.Table, len(rec.relids))
+		names := make([]string, len(rec.relids))
+		for i, id := range rec.relids {
+			t, err := table(id)
+			if err != nil {
+				return err
+			}
+			tables[i], names[i] = t, t.QualifiedName()
+		}
+		if err := tx.Truncate(ctx, tables, rec.options); err != nil {
+			return fmt.Errorf("apply: truncate %s at %s: %w", strings.Join(names, ", "), rec.lsn, err)
+		}
+		return nil
+	}
+	t, err := table(rec.relid)
+	if err != nil {
+		return err
+	}
+	ch := &sink.Change{Table: t, LSN: rec.lsn, New: rec.new, OldKind: rec.oldKind, Old: rec.old}
+	switch rec.kind {
+	case recInsert:
+		ch.Kind = sink.Insert
+	case recUpdate:
+		ch.Kind = sink.Update
+	case recDelete:
+		ch.Kind = sink.Delete
+	}
+	if ch.New != nil && len(ch.New) != len(t.Columns) || ch.Old != nil && len(ch.Old) != len(t.Columns) {
+		return fmt.Errorf("apply: %c on %s at %s: the row has %d values but the relation has %d columns", ch.Kind, t.QualifiedName(), rec.lsn, max(len(ch.New), len(ch.Old)), len(t.Columns))
+	}
+	if (ch.Kind == sink.Insert || ch.Kind == sink.Update) && ch.New == nil || ch.Kind == sink.Delete && ch.Old == nil {
+		return fmt.Errorf("apply: %c on %s at %s: the row is missing", ch.Kind, t.QualifiedName(), rec.lsn)
+	}
+	if err := tx.Apply(ctx, ch); err != nil {
+		return fmt.Errorf("apply: %c on %s at %s: %w", ch.Kind, t.QualifiedName(), rec.lsn, err)
+	}
+	return nil
+}
+
+func cloneMessage(m *source.LogicalMessage) *source.LogicalMessage {
+	c := m.Clone()
+	c.Prefix = strings.Clone(m.Prefix)
+	return c
+}
+
+func (a *Applier) logicalMessage(ctx context.Context, lsn source.LSN, m *source.LogicalMessage) error {
+	if !m.Transactional() {
+		if m.LSN != 0 && m.LSN < a.skipBelow {
+			return nil
+		}
+		if !a.inGroupTxn() {
+			// Whoever waits for this message (a caught-up marker) finds
+			// everything sent before it durable.
+			if err := a.commitGroup(ctx); err != nil {
+				return err
+			}
+		}
+		return a.deliver(ctx, []pendingMessage{{cloneMessage(m), m.LSN}})
+	}
+	switch {
+	case a.streaming:
+		return a.streams[a.streamXid].addMessage(m, a.subxid(m.Xid), lsn)
+	case a.cur == nil:
+		return protoErr(lsn, "transactional logical message %q outside a transaction", m.Prefix)
+	case a.cur.skip:
+		return nil
+	case a.cur.buf != nil:
+		return a.cur.buf.addMessage(m, a.cur.xid, lsn)
+	}
+	if a.cfg.OnLogicalMessage != nil {
+		a.cur.msgs = append(a.cur.msgs, cloneMessage(m))
+	}
+	return nil
+}
+
+// replay applies a buffered transaction to the target transaction target returns
+// (called only once there is something to apply) and returns the rows applied
+// and its transactional messages.
+//
+// With a sink whose DDL commits implicitly, every Relation of the transaction is
+// installed first and its DDL runs before any of its changes, after committing
+// the group; each change then uses the relation version current at its place.
+// (A source transaction that changes rows of a table and then alters it gets
+// those earlier rows applied after the ALTER: MySQL cannot do better.)
+func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(context.Context) (sink.Tx, error)) (int, []*source.LogicalMessage, error) {
+	var versions map[uint32]*schema.Table
+	var order []*schema.Table
+	if a.ddlCommits {
+		versions = make(map[uint32]*schema.Table)
+		type ddl struct {
+			t, prev *schema.Table
+			lsn     source.LSN
+		}
+		var ddls []ddl
+		err := buf.each(func(rec *record) error {
+			if rec.kind != recRelation {
+				return nil
+			}
+			rel := rec.relation
+			if _, seen := versions[rel.RelationID]; !seen {
+				versions[rel.RelationID], _ = a.cat.Table(rel.RelationID) // nil when new
+			}
+			t, prev, changed, err := a.cat.Apply(ctx, rel)
+			if err != nil {
+				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, rec.lsn, err)
+			}
+			order = append(order, t)
+			if changed {
+				ddls = append(ddls, ddl{t, prev, rec.lsn})
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, nil, err
+		}
+		for i, d := range ddls {
+			if err := a.ensureTable(ctx, d.lsn, d.t, d.prev, i == 0); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	rows := 0
+	var msgs []*source.LogicalMessage
+	next := 0
+	err := buf.each(func(rec *record) error {
+		switch rec.kind {
+		case recRelation:
+			if a.ddlCommits {
+				versions[rec.relation.RelationID] = order[next]
+				next++
+				return nil
+			}
+			// Transactional DDL joins the target transaction.
+			if _, err := target(ctx); err != nil {
+				return err
+			}
+			return a.ensureRelation(ctx, rec.lsn, rec.relation, false)
+		case recMessage:
+			if a.cfg.OnLogicalMessage != nil {
+				msgs = append(msgs, rec.msg)
+			}
+			return nil
+		}
+		tx, err := target(ctx)
+		if err != nil {
+			return err
+		}
+		rows++
+		return a.applyChange(ctx, tx, rec, versions)
+	})
+	return rows, msgs, err
+}
+
+// installRelations installs the relation versions of a transaction that is not
+// applied (skipped on restart) but after which the source will not send them
+// again.
+func (a *Applier) installRelations(ctx context.Context, buf *txnBuffer) error {
+	return buf.each(func(rec *record) error {
+		if rec.kind != recRelation {
+			return nil
+		}
+		return a.ensureRelation(ctx, rec.lsn, rec.relation, true)
+	})
+}
+
+// applyBuffered applies a buffered transaction as one source transaction of the
+// group, keeping a large one out of a non-empty group.
+func (a *Applier) applyBuffered(ctx context.Context, buf *txnBuffer, p sink.Progress) error {
+	if a.groupTxns > 0 && a.groupRows+buf.changes > a.cfg.GroupMaxRows {
+		if err := a.commitGroup(ctx); err != nil {
+			return err
+		}
+	}
+	rows, msgs, err := a.replay(ctx, buf, a.groupTx)
+	if err != nil {
+		return err
+	}
+	return a.finishTxn(ctx, rows, p, msgs)
+}
+
+func (a *Applier) streamStart(lsn source.LSN, m *source.StreamStart) error {
+	if err := a.outside(lsn, "Stream Start"); err != nil {
+		return err
+	}
+	buf := a.streams[m.Xid]
+	switch {
+	case m.FirstSegment && buf != nil:
+		return protoErr(lsn, "Stream Start of a first segment for transaction %d, which already streamed", m.Xid)
+	case !m.FirstSegment && buf == nil:
+		return protoErr(lsn, "Stream Start for transaction %d without its first segment", m.Xid)
+	case buf == nil:
+		a.streams[m.Xid] = a.spool.newBuffer(m.Xid)
+	}
+	a.streaming, a.streamXid = true, m.Xid
+	return nil
+}
+
+func (a *Applier) streamCommit(ctx context.Context, lsn source.LSN, m *source.StreamCommit) error {
+	if err := a.outside(lsn, "Stream Commit"); err != nil {
+		return err
+	}
+	buf := a.streams[m.Xid]
+	if buf == nil {
+		return protoErr(lsn, "Stream Commit for transaction %d, which never streamed", m.Xid)
+	}
+	delete(a.streams, m.Xid)
+	defer buf.release()
+	if m.EndLSN <= a.skipBelow {
+		// pgoutput takes the relations of a committed streamed transaction as
+		// sent for the whole session: later transactions rely on them.
+		return a.installRelations(ctx, buf)
+	}
+	return a.applyBuffered(ctx, buf, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime})
+}
+
+func (a *Applier) streamAbort(lsn source.LSN, m *source.StreamAbort) error {
+	if err := a.outside(lsn, "Stream Abort"); err != nil {
+		return err
+	}
+	buf := a.streams[m.Xid]
+	if buf == nil {
+		// Its changes never reached us (or it was dropped already): nothing to undo.
+		a.log.Debug("stream abort of an unknown transaction", "xid", m.Xid, "subxid", m.SubXid, "lsn", lsn)
+		return nil
+	}
+	if m.SubXid == m.Xid || m.SubXid == 0 {
+		delete(a.streams, m.Xid)
+		return buf.release()
+	}
+	buf.abortSub(m.SubXid)
+	return nil
+}
+
+// prepareOnTarget prepares a prepared transaction on the target: the one in
+// a.prepTx when its changes were applied as they arrived, else buf's, applied to
+// a target transaction of its own.
+func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint32, gid string, buf *txnBuffer, msgs []*source.LogicalMessage, p sink.Progress) error {
+	own := func(ctx context.Context) (sink.Tx, error) {
+		if a.prepTx == nil {
+			tx, err := a.sink.Begin(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", xid, err)
+			}
+			a.prepTx = tx
+		}
+		return a.prepTx, nil
+	}
+	if buf != nil {
+		// Never grouped (invariant 3): earlier transactions commit first.
+		if err := a.commitGroup(ctx); err != nil {
+			return err
+		}
+		_, bmsgs, err := a.replay(ctx, buf, own)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, bmsgs...)
+	}
+	tx, err := own(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.twoPhase.Prepare(ctx, tx, gid, p); err != nil {
+		return fmt.Errorf("apply: prepare transaction %d as %q at %s: %w", xid, gid, lsn, err)
+	}
+	a.prepTx = nil
+	a.targetPrepared[gid] = true
+	a.prepared[xid] = &preparedTxn{gid: gid, msgs: msgs}
+	// Prepared is durable on the target, and once the stored position passes
+	// it the source sends only the Commit Prepared: the position may move past
+	// it with the next commit.
+	if p.LSN > a.applied.LSN {
+		a.applied = p
+	}
+	return nil
+}
+
+func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.StreamPrepare) error {
+	if err := a.outside(lsn, "Stream Prepare"); err != nil {
+		return err
+	}
+	buf := a.streams[m.Xid]
+	if buf == nil {
+		return protoErr(lsn, "Stream Prepare for transaction %d, which never streamed", m.Xid)
+	}
+	delete(a.streams, m.Xid)
+	gid := GID(a.cfg.Slot, m.Xid)
+	if m.EndLSN <= a.skipBelow || a.targetPrepared[gid] {
+		return buf.release()
+	}
+	if a.twoPhase == nil {
+		return a.hold(lsn, m.Xid, gid, buf)
+	}
+	defer buf.release()
+	return a.prepareOnTarget(ctx, lsn, m.Xid, gid, buf, nil, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.PrepareTime})
+}
+
+// hold keeps a prepared transaction the target cannot prepare until its Commit
+// Prepared. Its effects become visible on the source at COMMIT PREPARED, so
+// applying it then, in that order, is what a reader of the source sees.
+func (a *Applier) hold(lsn source.LSN, xid uint32, gid string, buf *txnBuffer) error {
+	if old := a.prepared[xid]; old != nil {
+		_ = buf.release()
+		return protoErr(lsn, "transaction %d prepared twice", xid)
+	}
+	a.prepared[xid] = &preparedTxn{gid: gid, buf: buf}
+	return nil
+}
+
+func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.BeginPrepare) error {
+	if err := a.outside(lsn, "Begin Prepare"); err != nil {
+		return err
+	}
+	gid := GID(a.cfg.Slot, m.Xid)
+	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, beginLSN: m.PrepareLSN}
+	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
+	// before the position passed it. The body is there; wait for the Commit Prepared.
+	t.skip = m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
+	a.cur = t
+	if t.skip {
+		return nil
+	}
+	if a.twoPhase == nil || a.ddlCommits {
+		t.buf = a.spool.newBuffer(m.Xid)
+		return nil
+	}
+	// Its own target transaction, never grouped (invariant 3).
+	if err := a.commitGroup(ctx); err != nil {
+		return err
+	}
+	tx, err := a.sink.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", m.Xid, err)
+	}
+	a.prepTx = tx
+	return nil
+}
+
+func (a *Applier) prepare(ctx context.Context, lsn source.LSN, m *source.Prepare) error {
+	t := a.cur
+	if a.streaming || t == nil || t.kind != kindPrepare {
+		return protoErr(lsn, "Prepare without Begin Prepare")
+	}
+	if m.Xid != t.xid {
+		return protoErr(lsn, "Prepare of transaction %d inside transaction %d", m.Xid, t.xid)
+	}
+	a.cur = nil
+	if t.skip {
+		return nil
+	}
+	if a.twoPhase == nil {
+		return a.hold(lsn, t.xid, t.gid, t.buf)
+	}
+	if t.buf != nil {
+		defer t.buf.release()
+	}
+	return a.prepareOnTarget(ctx, lsn, t.xid, t.gid, t.buf, t.msgs, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.PrepareTime})
+}
+
+func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.CommitPrepared) error {
+	if err := a.outside(lsn, "Commit Prepared"); err != nil {
+		return err
+	}
+	gid := GID(a.cfg.Slot, m.Xid)
+	pt := a.prepared[m.Xid]
+	delete(a.prepared, m.Xid)
+	if pt != nil && pt.buf != nil {
+		defer pt.buf.release()
+	}
+	if m.EndLSN <= a.skipBelow {
+		return nil
+	}
+	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
+	if pt != nil && pt.buf != nil {
+		return a.applyBuffered(ctx, pt.buf, p)
+	}
+	if a.twoPhase == nil {
+		return fmt.Errorf("apply: Commit Prepared of transaction %d at %s: its changes were sent before a restart and are not on the target, which does not apply prepared transactions as prepared; use a target that can (PostgreSQL with max_prepared_transactions > 0) or recreate the slot without two_phase and copy the tables again", m.Xid, lsn)
+	}
+	if !a.targetPrepared[gid] {
+		// Not prepared on the target: committed before a restart that came
+		// before the position was stored. Only the position remains to store.
+		a.log.Info("prepared transaction already committed on the target", "gid", gid, "lsn", m.EndLSN)
+		return a.finishTxn(ctx, 0, p, nil)
+	}
+	// Earlier transactions first: the stored position must not pass them.
+	if err := a.commitGroup(ctx); err != nil {
+		return err
+	}
+	if err := a.twoPhase.CommitPrepared(ctx, gid, p); err != nil {
+		return fmt.Errorf("apply: commit prepared transaction %q at %s: %w", gid, lsn, err)
+	}
+	delete(a.targetPrepared, gid)
+	if p.LSN > a.applied.LSN {
+		a.applied = p
+	}
+	a.setDurable(p.LSN)
+	if pt == nil {
+		return nil
+	}
+	msgs := make([]pendingMessage, len(pt.msgs))
+	for i, msg := range pt.msgs {
+		msgs[i] = pendingMessage{msg, p.LSN}
+	}
+	return a.deliver(ctx, msgs)
+}
+
+func (a *Applier) rollbackPrepared(ctx context.Context, lsn source.LSN, m *source.RollbackPrepared) error {
+	if err := a.outside(lsn, "Rollback Prepared"); err != nil {
+		return err
+	}
+	gid := GID(a.cfg.Slot, m.Xid)
+	if pt := a.prepared[m.Xid]; pt != nil {
+		delete(a.prepared, m.Xid)
+		if pt.buf != nil {
+			if err := pt.buf.release(); err != nil {
+				return err
+			}
+		}
+	}
+	if m.RollbackEndLSN <= a.skipBelow {
+		return nil
+	}
+	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.RollbackEndLSN, CommitTime: m.RollbackTime}
+	if a.twoPhase == nil || !a.targetPrepared[gid] {
+		return a.finishTxn(ctx, 0, p, nil)
+	}
+	if err := a.commitGroup(ctx); err != nil {
+		return err
+	}
+	if err := a.twoPhase.RollbackPrepared(ctx, gid, p); err != nil {
+		return fmt.Errorf("apply: roll back prepared transaction %q at %s: %w", gid, lsn, err)
+	}
+	delete(a.targetPrepared, gid)
+	if p.LSN > a.applied.LSN {
+		a.applied = p
+	}
+	a.setDurable(p.LSN)
+	return nil
+}

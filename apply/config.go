@@ -1,0 +1,107 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// Defaults of Config.
+const (
+	DefaultGroupMaxRows         = 10000
+	DefaultGroupMaxDelay        = 100 * time.Millisecond
+	DefaultMemoryLimit          = 64 << 20
+	DefaultIdleProgressInterval = 10 * time.Second
+)
+
+// Config configures an Applier. Validate fills in the defaults.
+type Config struct {
+	// Slot is the replication slot: the key of the stored progress and part of
+	// every target GID.
+	Slot string
+	// GroupMaxRows closes a group (one target transaction holding several small
+	// source transactions) at the end of the first source transaction that
+	// brings it to this many changes.
+	GroupMaxRows int
+	// GroupMaxDelay bounds how long a group stays open: it is committed at the
+	// end of the first source transaction after it, and by Run when no frame
+	// arrives for this long.
+	GroupMaxDelay time.Duration
+	// MemoryLimit bounds the bytes of buffered transactions (streamed ones, and
+	// prepared ones the target cannot prepare) held in memory; past it the
+	// largest are spilled to SpillDir.
+	MemoryLimit int64
+	// SpillDir is where spill files go, in a directory per process
+	// (default: os.TempDir()/pgrelay-spill).
+	SpillDir string
+	// TwoPhase applies prepared transactions as prepared on the target, when the
+	// sink has the sink.TwoPhase capability. Otherwise a prepared transaction is
+	// held until its Commit Prepared and applied then as a normal one.
+	TwoPhase bool
+	// IdleProgressInterval is how often, at most, an idle applier stores the
+	// source's WAL position as progress when no transaction is in hand, so that
+	// the slot can advance over WAL that carries nothing for us.
+	IdleProgressInterval time.Duration
+	// OnLogicalMessage, when set, receives the messages written with
+	// pg_logical_emit_message, in stream order. A transactional one is delivered
+	// once its transaction is durably committed on the target (lsn is then that
+	// transaction's end LSN), at most once: a crash right after the commit loses
+	// it. A non-transactional one is delivered when it arrives, after every
+	// transaction received before it has been committed (lsn is the message's
+	// own LSN). m is only valid during the call. Returning an error wrapping
+	// ErrStop stops apply cleanly: Handle and Run return it and nothing is lost.
+	OnLogicalMessage func(ctx context.Context, m *source.LogicalMessage, lsn source.LSN) error
+}
+
+// Validate checks the configuration and fills in defaults.
+func (c *Config) Validate() error {
+	if err := source.ValidateSlotName(c.Slot); err != nil {
+		return fmt.Errorf("apply: config: %w", err)
+	}
+	if c.GroupMaxRows < 0 {
+		return fmt.Errorf("apply: config: GroupMaxRows %d is negative", c.GroupMaxRows)
+	}
+	if c.GroupMaxRows == 0 {
+		c.GroupMaxRows = DefaultGroupMaxRows
+	}
+	if c.GroupMaxDelay < 0 {
+		return fmt.Errorf("apply: config: GroupMaxDelay %s is negative", c.GroupMaxDelay)
+	}
+	if c.GroupMaxDelay == 0 {
+		c.GroupMaxDelay = DefaultGroupMaxDelay
+	}
+	if c.MemoryLimit < 0 {
+		return fmt.Errorf("apply: config: MemoryLimit %d is negative", c.MemoryLimit)
+	}
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = DefaultMemoryLimit
+	}
+	if c.SpillDir == "" {
+		c.SpillDir = filepath.Join(os.TempDir(), "pgrelay-spill")
+	}
+	if c.IdleProgressInterval < 0 {
+		return errors.New("apply: config: IdleProgressInterval is negative")
+	}
+	if c.IdleProgressInterval == 0 {
+		c.IdleProgressInterval = DefaultIdleProgressInterval
+	}
+	return nil
+}
+
+// MaxGIDLen is the longest target GID GID can return: "pgrelay_" (8), a slot name
+// (at most 63), "_" and a 32-bit xid (at most 10 digits). PostgreSQL allows 200
+// bytes; MySQL's XA gtrid allows only 64, so a MySQL sink must split or hash it.
+const MaxGIDLen = 8 + 63 + 1 + 10
+
+// GID is the target GID of the prepared source transaction xid streamed from
+// slot (invariant 10): deterministic, so that a restart finds it, and never the
+// source's GID, which another replica of the same source could use too.
+func GID(slot string, xid uint32) string { return fmt.Sprintf("pgrelay_%s_%d", slot, xid) }
+
+// GIDPrefix is the prefix of every target GID of slot.
+func GIDPrefix(slot string) string { return "pgrelay_" + slot + "_" }

@@ -1,0 +1,193 @@
+package apply
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pgrelay/pgrelay/apply/applytest"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+const gid7 = "pgrelay_s1_7"
+
+func beginPrepare(xid uint32, prepareAt source.LSN) *source.BeginPrepare {
+	return &source.BeginPrepare{Xid: xid, PrepareLSN: prepareAt, EndLSN: prepareAt + 8, GID: "user-gid"}
+}
+
+func prepare(xid uint32, prepareAt source.LSN) *source.Prepare {
+	return &source.Prepare{Xid: xid, PrepareLSN: prepareAt, EndLSN: prepareAt + 8, GID: "user-gid"}
+}
+
+func commitPrepared(xid uint32, at source.LSN) *source.CommitPrepared {
+	return &source.CommitPrepared{Xid: xid, CommitLSN: at, EndLSN: at + 8, GID: "user-gid"}
+}
+
+func (h *harness) committed(want ...string) {
+	h.t.Helper()
+	if got := h.s.Committed(); strings.Join(got, "|") != strings.Join(want, "|") {
+		h.t.Fatalf("committed:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+func TestTwoPhaseRestartBeforePrepare(t *testing.T) {
+	s := applytest.New(0)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.txn(1, 0x100, "1")
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"))
+	// The open group is committed first: a prepared transaction is its own.
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "insert public.t1 (1,v1)",
+		"commit 0/108", "begin", "insert public.t1 (70,p)")
+	s.Crash()
+
+	h2 := newHarness(t, testConfig(t), s)
+	h2.feed(0x10, rel(1, "v"))
+	h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	h2.durable(0x108) // the prepare is not stored yet
+	h2.flush()
+	h2.durable(0x208)
+	h2.feed(0x300, commitPrepared(7, 0x300))
+	h2.durable(0x308)
+	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "insert public.t1 (70,p)",
+		"prepare "+gid7+" 0/208", "begin", "commit 0/208", "commit-prepared "+gid7+" 0/308")
+	h2.committed("insert public.t1 (1,v1)", "insert public.t1 (70,p)")
+	h2.noProblems()
+}
+
+func TestTwoPhaseRestartPrepared(t *testing.T) {
+	for _, laterCommit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "position before prepare", true: "position past prepare"}[laterCommit], func(t *testing.T) {
+			s := applytest.New(0)
+			h := newHarness(t, testConfig(t), s)
+			h.feed(0x10, rel(1, "v"))
+			h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+			if laterCommit {
+				h.txn(8, 0x250, "8")
+				h.flush()
+				h.durable(0x258)
+			}
+			s.Crash()
+			if got := s.Prepared(); len(got) != 1 || got[0] != gid7 {
+				t.Fatalf("prepared on target: %q", got)
+			}
+
+			h2 := newHarness(t, testConfig(t), s)
+			h2.feed(0x10, rel(1, "v"))
+			if !laterCommit {
+				// The source sends the body again: it is on the target already.
+				h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+			}
+			h2.feed(0x300, commitPrepared(7, 0x300))
+			h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "commit-prepared "+gid7+" 0/308")
+			h2.durable(0x308)
+			if laterCommit {
+				h2.committed("insert public.t1 (8,v8)", "insert public.t1 (70,p)")
+			} else {
+				h2.committed("insert public.t1 (70,p)")
+			}
+			h2.noProblems()
+		})
+	}
+}
+
+func TestTwoPhaseRestartCommitted(t *testing.T) {
+	// COMMIT PREPARED went through but the position was not stored with it: the
+	// source sends the Commit Prepared again (and the body, already applied).
+	s := applytest.New(0x208)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	h.feed(0x300, commitPrepared(7, 0x300))
+	h.flush()
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
+	h.durable(0x308)
+	h.committed()
+}
+
+func TestTwoPhaseRollbackAndMessages(t *testing.T) {
+	s := applytest.New(0)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"),
+		&source.LogicalMessage{Flags: 1, LSN: 0x1f1, Prefix: "p", Content: []byte("prepared-msg")}, prepare(7, 0x200))
+	h.feed(0x2f0, beginPrepare(9, 0x300), ins(1, "90", "q"), prepare(9, 0x300))
+	h.feed(0x400, &source.RollbackPrepared{Xid: 9, PrepareEndLSN: 0x308, RollbackEndLSN: 0x408})
+	h.feed(0x500, commitPrepared(7, 0x500))
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil",
+		"begin", "insert public.t1 (70,p)", "prepare "+gid7+" 0/208",
+		"begin", "insert public.t1 (90,q)", "prepare pgrelay_s1_9 0/308",
+		"rollback-prepared pgrelay_s1_9 0/408",
+		"commit-prepared "+gid7+" 0/508", `message p "prepared-msg" at 0/508`)
+	h.committed("insert public.t1 (70,p)")
+	h.durable(0x508)
+	if len(s.Prepared()) != 0 {
+		t.Fatal("prepared transactions left")
+	}
+	h.noProblems()
+}
+
+func TestStreamPrepare(t *testing.T) {
+	s := applytest.New(0)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.txn(1, 0x100, "1")
+	h.feed(0x110, &source.StreamStart{Xid: 9, FirstSegment: true}, sins(9, 1, "90", "a"), sins(10, 1, "91", "sub"), &source.StreamStop{})
+	h.feed(0x120, &source.StreamAbort{Xid: 9, SubXid: 10})
+	h.feed(0x130, &source.StreamStart{Xid: 9}, sins(9, 1, "92", "b"), &source.StreamStop{})
+	h.feed(0x200, &source.StreamPrepare{Xid: 9, PrepareLSN: 0x200, EndLSN: 0x208})
+	h.feed(0x300, commitPrepared(9, 0x300))
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "insert public.t1 (1,v1)",
+		"commit 0/108", "begin", "insert public.t1 (90,a)", "insert public.t1 (92,b)", "prepare pgrelay_s1_9 0/208",
+		"commit-prepared pgrelay_s1_9 0/308")
+	h.durable(0x308)
+	h.noProblems()
+}
+
+func TestPreparedWithoutTwoPhase(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TwoPhase = false
+	s := applytest.New(0)
+	h := newHarness(t, cfg, s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	h.feed(0x210, &source.StreamStart{Xid: 9, FirstSegment: true}, sins(9, 1, "90", "s"), &source.StreamStop{},
+		&source.StreamPrepare{Xid: 9, PrepareLSN: 0x220, EndLSN: 0x228})
+	// A transaction committing after the prepare but before COMMIT PREPARED is
+	// visible first on the source, so it is applied first.
+	h.txn(8, 0x250, "8")
+	h.feed(0x300, commitPrepared(7, 0x300))
+	h.feed(0x310, &source.RollbackPrepared{Xid: 9, PrepareEndLSN: 0x228, RollbackEndLSN: 0x318})
+	h.flush()
+	h.expect("setup s1", "ensure "+t1+" prev=nil", "begin", "insert public.t1 (8,v8)", "insert public.t1 (70,p)", "commit 0/318")
+	h.durable(0x318)
+	if len(s.Prepared()) != 0 {
+		t.Fatal("prepared on a target told not to")
+	}
+
+	// After a restart past the prepare the source sends only the Commit
+	// Prepared: its changes are lost, which must stop apply loudly.
+	h2 := newHarness(t, cfg, applytest.New(0x258))
+	err := h2.a.Handle(context.Background(), 0x400, commitPrepared(10, 0x400))
+	if err == nil || !strings.Contains(err.Error(), "not on the target") {
+		t.Fatalf("got %v", err)
+	}
+	h.noProblems()
+}
+
+func TestGIDs(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	if g := GID(long, ^uint32(0)); len(g) != MaxGIDLen || MaxGIDLen > 200 {
+		t.Fatalf("GID %q has %d bytes, MaxGIDLen %d", g, len(g), MaxGIDLen)
+	}
+	// Another slot whose name extends ours keeps its prepared transactions.
+	s := applytest.New(0)
+	cfg := testConfig(t)
+	cfg.Slot = "s1_x"
+	other := newHarness(t, cfg, s)
+	other.feed(0x10, rel(1, "v"), beginPrepare(5, 0x200), ins(1, "5", "x"), prepare(5, 0x200))
+	h := newHarness(t, testConfig(t), s)
+	if len(h.a.targetPrepared) != 0 {
+		t.Fatalf("took another slot's prepared transactions: %v", h.a.targetPrepared)
+	}
+}
