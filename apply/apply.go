@@ -141,7 +141,10 @@ type Applier struct {
 	groupRows  int
 	groupMsgs  []pendingMessage
 
-	cur    *txn
+	cur *txn
+	// txnLSN is the commit (or prepare) LSN of the source transaction whose
+	// changes are being applied, for Config.TableSyncLSN.
+	txnLSN source.LSN
 	prepTx sink.Tx // the own target transaction of a prepared transaction being applied
 
 	streaming bool
@@ -429,6 +432,7 @@ func (a *Applier) begin(ctx context.Context, lsn source.LSN, m *source.Begin) er
 	}
 	t := &txn{kind: kindPlain, xid: m.Xid, beginLSN: m.FinalLSN, skip: m.FinalLSN < a.skipBelow}
 	a.cur = t
+	a.txnLSN = m.FinalLSN
 	if t.skip {
 		return nil
 	}
@@ -685,14 +689,20 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 		return t, nil
 	}
 	if rec.kind == recTruncate {
-		tables := make([]*schema.Table, len(rec.relids))
-		names := make([]string, len(rec.relids))
-		for i, id := range rec.relids {
+		tables := make([]*schema.Table, 0, len(rec.relids))
+		names := make([]string, 0, len(rec.relids))
+		for _, id := range rec.relids {
 			t, err := table(id)
 			if err != nil {
 				return err
 			}
-			tables[i], names[i] = t, t.QualifiedName()
+			if a.inTableCopy(t) {
+				continue
+			}
+			tables, names = append(tables, t), append(names, t.QualifiedName())
+		}
+		if len(tables) == 0 {
+			return nil
 		}
 		if err := tx.Truncate(ctx, tables, rec.options); err != nil {
 			return fmt.Errorf("apply: truncate %s at %s: %w", strings.Join(names, ", "), rec.lsn, err)
@@ -702,6 +712,9 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 	t, err := table(rec.relid)
 	if err != nil {
 		return err
+	}
+	if a.inTableCopy(t) {
+		return nil
 	}
 	ch := &sink.Change{Table: t, LSN: rec.lsn, New: rec.new, OldKind: rec.oldKind, Old: rec.old}
 	switch rec.kind {
@@ -722,6 +735,12 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 		return fmt.Errorf("apply: %c on %s at %s: %w", ch.Kind, t.QualifiedName(), rec.lsn, err)
 	}
 	return nil
+}
+
+// inTableCopy reports whether the current transaction's changes to t are
+// already in t's snapshot copy (Config.TableSyncLSN).
+func (a *Applier) inTableCopy(t *schema.Table) bool {
+	return a.cfg.TableSyncLSN != nil && a.txnLSN < a.cfg.TableSyncLSN(t)
 }
 
 func cloneMessage(m *source.LogicalMessage) *source.LogicalMessage {
@@ -897,6 +916,7 @@ func (a *Applier) streamCommit(ctx context.Context, lsn source.LSN, m *source.St
 		// sent for the whole session: later transactions rely on them.
 		return a.installRelations(ctx, buf)
 	}
+	a.txnLSN = m.CommitLSN
 	return a.applyBuffered(ctx, buf, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime})
 }
 
@@ -979,6 +999,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 		return a.hold(lsn, m.Xid, gid, buf)
 	}
 	defer buf.release()
+	a.txnLSN = m.PrepareLSN
 	return a.prepareOnTarget(ctx, lsn, m.Xid, gid, buf, nil, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.PrepareTime})
 }
 
@@ -1000,6 +1021,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	}
 	gid := GID(a.cfg.Slot, m.Xid)
 	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, beginLSN: m.PrepareLSN}
+	a.txnLSN = m.PrepareLSN
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
 	t.skip = m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
@@ -1059,6 +1081,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	}
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
 	if pt != nil && pt.buf != nil {
+		a.txnLSN = m.CommitLSN
 		return a.applyBuffered(ctx, pt.buf, p)
 	}
 	if a.twoPhase == nil {

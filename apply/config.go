@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -56,6 +57,13 @@ type Config struct {
 	// own LSN). m is only valid during the call. Returning an error wrapping
 	// ErrStop stops apply cleanly: Handle and Run return it and nothing is lost.
 	OnLogicalMessage func(ctx context.Context, m *source.LogicalMessage, lsn source.LSN) error
+	// TableSyncLSN, when set, gives for a table the LSN its snapshot copy was
+	// taken at when that differs from the slot's (a table whose interrupted copy
+	// was redone under a later snapshot); 0 otherwise. Changes to such a table
+	// made by transactions that committed before that LSN are in its copy
+	// already and are skipped. A prepared transaction is judged by its prepare
+	// LSN.
+	TableSyncLSN func(t *schema.Table) source.LSN
 }
 
 // Validate checks the configuration and fills in defaults.

@@ -1,0 +1,343 @@
+// Package snapshot copies the published tables of a source PostgreSQL into a
+// target under one exported snapshot: COPY out of the source streamed straight
+// into the target's bulk loader (no temporary files), several tables and CTID
+// ranges of large tables in parallel, secondary indexes built after the data,
+// and per-table state kept on the target so a crash during the copy redoes only
+// the tables that were not finished.
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// Target is what the snapshot needs of a sink: tables, bulk load, seed state.
+type Target interface {
+	sink.Sink
+	sink.BulkLoader
+	sink.SeedStore
+}
+
+// Cleaner is the capability to empty a target table before its copy is redone.
+type Cleaner interface {
+	CopyFromClean(ctx context.Context, t *schema.Table, r io.Reader) (int64, error)
+}
+
+// IndexBuilder is the capability to build secondary indexes from the source's
+// index definitions (pg_get_indexdef), after the data is in.
+type IndexBuilder interface {
+	CreateIndexes(ctx context.Context, t *schema.Table, defs []string) error
+}
+
+// Config tunes the copy.
+type Config struct {
+	// Slot names the replication slot whose seed this copy is.
+	Slot string
+	// Workers is the number of tables or table ranges copied at once (default:
+	// the number of CPUs, at least 2).
+	Workers int
+	// ChunkBytes splits tables larger than this into CTID ranges copied in
+	// parallel (PostgreSQL 14+ sources, which scan TID ranges). Default 64 MiB.
+	ChunkBytes int64
+	// Progress, when set, receives a refreshed progress line per second (a
+	// terminal); otherwise progress goes to Log every 10 seconds.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// Validate applies defaults.
+func (c *Config) Validate() error {
+	if c.Slot == "" {
+		return errors.New("snapshot: no slot name")
+	}
+	if c.Workers <= 0 {
+		c.Workers = max(2, runtime.NumCPU())
+	}
+	if c.ChunkBytes <= 0 {
+		c.ChunkBytes = 64 << 20
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Source is where the copy reads: the source URL, the exported snapshot and the
+// server major.
+type Source struct {
+	URL          string
+	SnapshotName string
+	Major        int
+}
+
+// Table is one table to copy.
+type Table struct {
+	Table     *schema.Table
+	Published source.PublishedTable
+	// Clean empties the target table first (a redo, or a table that existed).
+	Clean     bool
+	indexDefs []string
+}
+
+// Result sums up a copy.
+type Result struct {
+	Tables int
+	Rows   int64
+	Bytes  int64
+	Took   time.Duration
+}
+
+type job struct {
+	table      *tableRun
+	chunk      int
+	fromPage   int64 // first page of the CTID range
+	toPage     int64 // first page after the range; 0 = to the end
+	whereRange bool
+}
+
+type tableRun struct {
+	Table
+	chunks    int
+	remaining atomic.Int32
+	rows      atomic.Int64
+	bytes     atomic.Int64
+}
+
+// Copy copies tables under the source's exported snapshot. Each table goes
+// pending → copying → copied → indexed in the target's seed state. The
+// exporting replication connection must stay idle until Copy returns.
+func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Target, indexes schema.IndexReader) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	runs := make([]*tableRun, len(tables))
+	var jobs []job
+	// Largest tables first so the long ones do not start last.
+	sort.SliceStable(tables, func(i, j int) bool { return tables[i].Published.Bytes > tables[j].Published.Bytes })
+	for i, t := range tables {
+		if indexes != nil {
+			// Read now, on one connection: the reader is not for concurrent use.
+			defs, err := indexes.IndexDefs(ctx, t.Table.Schema, t.Table.Name)
+			if err != nil {
+				return Result{}, err
+			}
+			t.indexDefs = defs
+		}
+		r := &tableRun{Table: t}
+		runs[i] = r
+		pages := t.Published.Pages
+		n := 1
+		if src.Major >= 14 && pages > 0 && t.Published.Bytes > cfg.ChunkBytes {
+			n = int(min(int64(cfg.Workers)*4, (t.Published.Bytes+cfg.ChunkBytes-1)/cfg.ChunkBytes))
+		}
+		r.chunks = n
+		r.remaining.Store(int32(n))
+		if n == 1 {
+			jobs = append(jobs, job{table: r})
+			continue
+		}
+		per := (pages + int64(n) - 1) / int64(n)
+		for c := 0; c < n; c++ {
+			j := job{table: r, chunk: c, whereRange: true, fromPage: int64(c) * per, toPage: int64(c+1) * per}
+			if c == n-1 {
+				j.toPage = 0 // open-ended: pages added since relpages was read
+			}
+			jobs = append(jobs, j)
+		}
+	}
+
+	// Empty what must be emptied once, before any range of it loads.
+	for _, r := range runs {
+		if err := target.SetTableState(ctx, cfg.Slot, sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TableCopying}); err != nil {
+			return Result{}, err
+		}
+		if r.Clean {
+			cl, ok := target.(Cleaner)
+			if !ok {
+				return Result{}, fmt.Errorf("snapshot: target cannot empty %s before its copy is redone", r.Table.Table.QualifiedName())
+			}
+			if _, err := cl.CopyFromClean(ctx, r.Table.Table, strings.NewReader("")); err != nil {
+				return Result{}, fmt.Errorf("snapshot: empty %s before copying it again: %w", r.Table.Table.QualifiedName(), err)
+			}
+		}
+	}
+
+	workers := min(cfg.Workers, len(jobs))
+	queue := make(chan job)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(queue)
+		for _, j := range jobs {
+			select {
+			case queue <- j:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+
+	// The snapshot must be imported by every worker before the first one
+	// finishes: once all have imported it, the exporter may go on.
+	var imported sync.WaitGroup
+	imported.Add(workers)
+	for w := 0; w < workers; w++ {
+		g.Go(func() error {
+			conn, err := openSnapshot(gctx, src)
+			imported.Done()
+			if err != nil {
+				return err
+			}
+			defer conn.Close(context.WithoutCancel(gctx))
+			for j := range queue {
+				if err := copyJob(gctx, conn, j, target); err != nil {
+					return err
+				}
+				if j.table.remaining.Add(-1) == 0 {
+					if err := finishTable(gctx, cfg, j.table, target); err != nil {
+						return err
+					}
+				}
+			}
+			_, err = conn.Exec(gctx, "COMMIT")
+			return err
+		})
+	}
+
+	stopProgress := reportProgress(cfg, runs, start)
+	err := g.Wait()
+	stopProgress()
+	res := Result{Tables: len(runs), Took: time.Since(start)}
+	for _, r := range runs {
+		res.Rows += r.rows.Load()
+		res.Bytes += r.bytes.Load()
+	}
+	if err != nil {
+		return res, err
+	}
+	cfg.Log.Info("snapshot copied", "tables", res.Tables, "rows", res.Rows, "mb", fmt.Sprintf("%.1f", float64(res.Bytes)/(1<<20)), "took", res.Took.Round(time.Millisecond))
+	return res, nil
+}
+
+// openSnapshot opens a source connection whose transaction sees the exported
+// snapshot.
+func openSnapshot(ctx context.Context, src Source) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, src.URL)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: connect to source: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("snapshot: begin: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT "+quoteLiteral(src.SnapshotName)); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("snapshot: import snapshot %s (the exporting slot connection must stay open and idle): %w", src.SnapshotName, err)
+	}
+	return conn, nil
+}
+
+// copyJob streams one table or range: COPY TO STDOUT on the source into the
+// target's bulk loader through a pipe.
+func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
+	t := j.table.Table.Table
+	cols := make([]string, len(j.table.Published.Columns))
+	for i, c := range j.table.Published.Columns {
+		cols[i] = pgx.Identifier{c}.Sanitize()
+	}
+	sql := "COPY (SELECT " + strings.Join(cols, ", ") + " FROM ONLY " + pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	if j.whereRange {
+		sql += fmt.Sprintf(" WHERE ctid >= '(%d,0)'::tid", j.fromPage)
+		if j.toPage > 0 {
+			sql += fmt.Sprintf(" AND ctid < '(%d,0)'::tid", j.toPage)
+		}
+	}
+	sql += ") TO STDOUT"
+
+	pr, pw := io.Pipe()
+	counter := &countingWriter{w: pw, run: j.table}
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.PgConn().CopyTo(ctx, counter, sql)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	rows, err := target.CopyFrom(ctx, t, pr)
+	pr.CloseWithError(errors.New("target load ended"))
+	srcErr := <-done
+	if srcErr != nil && err == nil {
+		return fmt.Errorf("snapshot: copy %s out of the source: %w", t.QualifiedName(), srcErr)
+	}
+	if err != nil {
+		if srcErr != nil && !errors.Is(srcErr, io.ErrClosedPipe) && !strings.Contains(srcErr.Error(), "target load ended") {
+			return fmt.Errorf("snapshot: copy %s: source: %v; target: %w", t.QualifiedName(), srcErr, err)
+		}
+		return fmt.Errorf("snapshot: copy %s into the target: %w", t.QualifiedName(), err)
+	}
+	j.table.rows.Add(rows - counter.rows)
+	return nil
+}
+
+// finishTable builds the table's secondary indexes and records it done.
+func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) error {
+	t := r.Table.Table
+	st := sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load()}
+	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
+		return err
+	}
+	if defs := r.indexDefs; len(defs) > 0 {
+		ib, ok := target.(IndexBuilder)
+		if !ok {
+			return fmt.Errorf("snapshot: target cannot build the secondary indexes of %s", t.QualifiedName())
+		}
+		if err := ib.CreateIndexes(ctx, t, defs); err != nil {
+			return err
+		}
+	}
+	st.State = sink.TableIndexed
+	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
+		return err
+	}
+	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)))
+	return nil
+}
+
+// countingWriter counts bytes and rows (lines of COPY text) as they pass.
+type countingWriter struct {
+	w    io.Writer
+	run  *tableRun
+	rows int64 // counted here; corrected by the loader's exact count at the end
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	lines := int64(0)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			lines++
+		}
+	}
+	c.rows += lines
+	c.run.rows.Add(lines)
+	c.run.bytes.Add(int64(n))
+	return n, err
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
