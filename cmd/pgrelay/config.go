@@ -1,0 +1,404 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/spf13/viper"
+
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// envPrefix is the prefix of every environment variable pgrelay reads.
+const envPrefix = "PGRELAY"
+
+// Setting keys, as viper sees them (lower case, no prefix). The environment
+// variable of key k is PGRELAY_<K>.
+const (
+	keySourceURL      = "source_url"
+	keyTargetURL      = "target_url"
+	keySlot           = "slot"
+	keyPublication    = "publication"
+	keyTables         = "tables"
+	keySnapshot       = "snapshot"
+	keyTwoPhase       = "two_phase"
+	keyStreaming      = "streaming"
+	keyLogFormat      = "log_format"
+	keyLogLevel       = "log_level"
+	keyMetricsAddr    = "metrics_addr"
+	keyStatusInterval = "status_interval"
+	keyTailBinary     = "tail_binary"
+)
+
+// settingDefaults lists every setting with its default ("" = none). It is the
+// single list of what pgrelay reads: a config file key outside it is an error.
+var settingDefaults = []struct{ key, def string }{
+	{keySourceURL, ""},
+	{keyTargetURL, ""},
+	{keySlot, "pgrelay"},
+	{keyPublication, "pgrelay"},
+	{keyTables, ""},
+	{keySnapshot, "auto"},
+	{keyTwoPhase, "auto"},
+	{keyStreaming, "auto"},
+	{keyLogFormat, "text"},
+	{keyLogLevel, "info"},
+	{keyMetricsAddr, ""},
+	{keyStatusInterval, "10s"},
+	{keyTailBinary, "false"},
+}
+
+// envName is the environment variable that sets key.
+func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
+
+// Config is pgrelay's configuration, filled from the environment and an optional
+// config file. Validate checks it and applies defaults to empty fields.
+type Config struct {
+	SourceURL   string
+	TargetURL   string
+	Slot        string
+	Publication string
+	Tables      []string // schema.table entries; empty means every table
+	Snapshot    string   // auto, always, never
+	TwoPhase    string   // auto, on, off
+	Streaming   string   // auto, on, off, parallel
+	LogFormat   string   // text, json
+	LogLevel    string   // debug, info, warn, error
+	MetricsAddr string   // host:port, empty = off
+
+	// StatusInterval is how often a standby status update is sent to the source
+	// when nothing else prompts one (PGRELAY_STATUS_INTERVAL).
+	StatusInterval time.Duration
+	// TailBinary asks the source for binary column values in `pgrelay tail`
+	// (PGRELAY_TAIL_BINARY).
+	TailBinary bool
+
+	// raw holds the setting strings that need parsing, so Validate can quote the
+	// value the user wrote.
+	rawStatusInterval string
+	rawTailBinary     string
+}
+
+// need says which settings a command requires to be present.
+type need uint8
+
+const (
+	needSource need = 1 << iota // PGRELAY_SOURCE_URL
+	needTarget                  // PGRELAY_TARGET_URL
+)
+
+// newViper builds the viper instance pgrelay reads its settings from: the
+// PGRELAY_* environment over the file named by PGRELAY_CONFIG over the defaults.
+func newViper(lookupEnv func(string) (string, bool)) (*viper.Viper, error) {
+	v := viper.New()
+	v.SetEnvPrefix(envPrefix)
+	v.AutomaticEnv()
+	for _, s := range settingDefaults {
+		v.SetDefault(s.key, s.def)
+	}
+	path, ok := lookupEnv(envPrefix + "_CONFIG")
+	if !ok || path == "" {
+		return v, nil
+	}
+	file, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.MergeConfigMap(file); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// readConfigFile reads a yaml, toml, json or env file into a map of known
+// settings. Keys may be written as in the environment (PGRELAY_SOURCE_URL) or
+// without the prefix (source_url), in any case.
+func readConfigFile(path string) (map[string]any, error) {
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	switch ext {
+	case "yaml", "yml", "toml", "json", "env", "dotenv":
+	default:
+		return nil, fmt.Errorf("PGRELAY_CONFIG=%q: expected a file ending in .yaml, .yml, .toml, .json or .env", path)
+	}
+	f := viper.New()
+	f.SetConfigFile(path)
+	f.SetConfigType(ext)
+	if err := f.ReadInConfig(); err != nil {
+		var notFound viper.ConfigFileNotFoundError
+		if errors.As(err, &notFound) || errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("PGRELAY_CONFIG=%q: file not found", path)
+		}
+		return nil, fmt.Errorf("PGRELAY_CONFIG=%q: %w", path, err)
+	}
+	out := make(map[string]any)
+	for _, k := range f.AllKeys() {
+		key := strings.TrimPrefix(strings.ToLower(k), strings.ToLower(envPrefix)+"_")
+		if !slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return s.key == key }) {
+			return nil, fmt.Errorf("config file %s has unknown setting %q; known settings are %s", path, k, knownSettings())
+		}
+		out[key] = f.Get(k)
+	}
+	return out, nil
+}
+
+func knownSettings() string {
+	names := make([]string, len(settingDefaults))
+	for i, s := range settingDefaults {
+		names[i] = s.key
+	}
+	return strings.Join(names, ", ")
+}
+
+// loadConfig reads the settings into a Config (not yet validated).
+func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
+	v, err := newViper(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := stringList(v.Get(keyTables))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envName(keyTables), err)
+	}
+	return &Config{
+		SourceURL:         strings.TrimSpace(v.GetString(keySourceURL)),
+		TargetURL:         strings.TrimSpace(v.GetString(keyTargetURL)),
+		Slot:              strings.TrimSpace(v.GetString(keySlot)),
+		Publication:       strings.TrimSpace(v.GetString(keyPublication)),
+		Tables:            tables,
+		Snapshot:          v.GetString(keySnapshot),
+		TwoPhase:          v.GetString(keyTwoPhase),
+		Streaming:         v.GetString(keyStreaming),
+		LogFormat:         v.GetString(keyLogFormat),
+		LogLevel:          v.GetString(keyLogLevel),
+		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
+		rawStatusInterval: v.GetString(keyStatusInterval),
+		rawTailBinary:     v.GetString(keyTailBinary),
+	}, nil
+}
+
+// stringList turns a comma-separated string or a config-file list into trimmed,
+// non-empty entries.
+func stringList(val any) ([]string, error) {
+	var parts []string
+	switch x := val.(type) {
+	case nil:
+	case string:
+		parts = strings.Split(x, ",")
+	case []any:
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("entry %v: expected a string schema.table", e)
+			}
+			parts = append(parts, s)
+		}
+	case []string:
+		parts = x
+	default:
+		return nil, fmt.Errorf("expected a comma list of schema.table, got %v", x)
+	}
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// slotNameRE is what the server accepts as a slot name. Publication names
+// follow the same rule: pgoutput folds publication_names to lower case, so a
+// name with capitals could never be found.
+var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
+
+// Validate applies defaults to empty fields and checks every setting, returning
+// the first problem as one line naming the variable and what is expected. The
+// URLs are required only as n says; a URL that is set is always checked.
+func (c *Config) Validate(n need) error {
+	def := func(field *string, key string) {
+		*field = strings.ToLower(strings.TrimSpace(*field))
+		if *field == "" {
+			*field = defaultOf(key)
+		}
+	}
+	def(&c.Snapshot, keySnapshot)
+	def(&c.TwoPhase, keyTwoPhase)
+	def(&c.Streaming, keyStreaming)
+	def(&c.LogFormat, keyLogFormat)
+	def(&c.LogLevel, keyLogLevel)
+	if c.Slot == "" {
+		c.Slot = defaultOf(keySlot)
+	}
+	if c.Publication == "" {
+		c.Publication = defaultOf(keyPublication)
+	}
+
+	if c.SourceURL == "" {
+		if n&needSource != 0 {
+			return fmt.Errorf("%s is required: set it to the source PostgreSQL URL, e.g. postgres://user@host:5432/db", envName(keySourceURL))
+		}
+	} else if err := checkSourceURL(c.SourceURL); err != nil {
+		return err
+	}
+	if c.TargetURL == "" {
+		if n&needTarget != 0 {
+			return fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL))
+		}
+	} else if err := checkTargetURL(c.TargetURL); err != nil {
+		return err
+	}
+	if !slotNameRE.MatchString(c.Slot) {
+		return fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keySlot), c.Slot)
+	}
+	if !slotNameRE.MatchString(c.Publication) {
+		return fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keyPublication), c.Publication)
+	}
+	for _, t := range c.Tables {
+		if _, _, err := source.SplitTableName(t); err != nil {
+			return fmt.Errorf("%s entry %q: expected schema.table, e.g. public.orders (quote a name with capitals or dots: public.\"Orders\")", envName(keyTables), t)
+		}
+	}
+	if err := oneOf(keySnapshot, c.Snapshot, "auto", "always", "never"); err != nil {
+		return err
+	}
+	if err := oneOf(keyTwoPhase, c.TwoPhase, "auto", "on", "off"); err != nil {
+		return err
+	}
+	if err := oneOf(keyStreaming, c.Streaming, "auto", "on", "off", "parallel"); err != nil {
+		return err
+	}
+	if err := oneOf(keyLogFormat, c.LogFormat, "text", "json"); err != nil {
+		return err
+	}
+	if err := oneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
+		return err
+	}
+	if c.MetricsAddr != "" {
+		host, port, err := net.SplitHostPort(c.MetricsAddr)
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if err != nil || perr != nil || (p == 0 && port != "0") || strings.ContainsAny(host, " /") {
+			return fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr)
+		}
+	}
+
+	raw := strings.TrimSpace(c.rawStatusInterval)
+	if raw == "" {
+		raw = defaultOf(keyStatusInterval)
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 100*time.Millisecond || d > time.Hour {
+		return fmt.Errorf("%s=%q: expected a duration between 100ms and 1h, e.g. 10s", envName(keyStatusInterval), c.rawStatusInterval)
+	}
+	c.StatusInterval = d
+
+	raw = strings.TrimSpace(c.rawTailBinary)
+	if raw == "" {
+		raw = defaultOf(keyTailBinary)
+	}
+	b, err := strconv.ParseBool(raw)
+	if err != nil {
+		return fmt.Errorf("%s=%q: expected true or false", envName(keyTailBinary), c.rawTailBinary)
+	}
+	c.TailBinary = b
+	return nil
+}
+
+func defaultOf(key string) string {
+	for _, s := range settingDefaults {
+		if s.key == key {
+			return s.def
+		}
+	}
+	return ""
+}
+
+// oneOf checks that val is one of allowed, naming the variable otherwise.
+func oneOf(key, val string, allowed ...string) error {
+	if slices.Contains(allowed, val) {
+		return nil
+	}
+	list := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
+	return fmt.Errorf("%s=%q: expected %s", envName(key), val, list)
+}
+
+// checkSourceURL checks that s is a libpq connection string (URL or key=value)
+// pgx can use. Errors never contain the password.
+func checkSourceURL(s string) error {
+	name := envName(keySourceURL)
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme := strings.ToLower(s[:i])
+		if scheme != "postgres" && scheme != "postgresql" {
+			return fmt.Errorf("%s=%q: expected a postgres:// or postgresql:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
+		}
+		if _, err := url.Parse(s); err != nil {
+			return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), urlErrReason(err))
+		}
+	} else if !strings.Contains(s, "=") {
+		return fmt.Errorf("%s=%q: expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
+	}
+	if _, err := pgconn.ParseConfig(s); err != nil {
+		reason := "cannot be parsed"
+		var pce *pgconn.ParseConfigError
+		if errors.As(err, &pce) && pce.Unwrap() != nil {
+			reason = pce.Unwrap().Error()
+		}
+		return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), redactSecrets(reason, passwordOf(s)))
+	}
+	return nil
+}
+
+// checkTargetURL checks that s is a postgres:// or mysql:// URL.
+func checkTargetURL(s string) error {
+	name := envName(keyTargetURL)
+	i := strings.Index(s, "://")
+	scheme := ""
+	if i >= 0 {
+		scheme = strings.ToLower(s[:i])
+	}
+	switch scheme {
+	case "postgres", "postgresql", "mysql":
+	default:
+		return fmt.Errorf("%s=%q: expected a postgres://, postgresql:// or mysql:// URL, e.g. mysql://user@host:3306/db", name, redactURL(s))
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. %s://user@host/db", name, redactURL(s), urlErrReason(err), scheme)
+	}
+	if u.Host == "" && scheme == "mysql" {
+		return fmt.Errorf("%s=%q has no host: expected mysql://user:pass@host:port/db", name, redactURL(s))
+	}
+	if scheme == "mysql" && strings.Trim(u.Path, "/") == "" {
+		return fmt.Errorf("%s=%q has no database: expected mysql://user:pass@host:port/db", name, redactURL(s))
+	}
+	if scheme != "mysql" {
+		if _, err := pgconn.ParseConfig(s); err != nil {
+			reason := "cannot be parsed"
+			var pce *pgconn.ParseConfigError
+			if errors.As(err, &pce) && pce.Unwrap() != nil {
+				reason = pce.Unwrap().Error()
+			}
+			return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), redactSecrets(reason, passwordOf(s)))
+		}
+	}
+	return nil
+}
+
+// urlErrReason is the reason of a url.Parse error without the URL itself, which
+// would carry the password.
+func urlErrReason(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return "malformed"
+}

@@ -1,0 +1,161 @@
+// Command pgrelay replicates a PostgreSQL database into PostgreSQL or
+// MySQL/MariaDB through the pgoutput logical replication stream. It is
+// configured through PGRELAY_* environment variables (see the README); this
+// package owns the command line, the configuration, signals and exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // bad command line or configuration: nothing was done
+)
+
+// env is what a command runs with.
+type env struct {
+	cfg    *Config
+	log    *slog.Logger
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one pgrelay subcommand.
+type command struct {
+	summary string
+	needs   need
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// commands lists the implemented subcommands.
+var commands = map[string]command{
+	"tail": {
+		summary: "print the decoded change stream as JSON lines, one object per pgoutput message",
+		needs:   needSource,
+		run:     runTail,
+	},
+}
+
+// usageError is a mistake on the command line or in the configuration.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, a second one kills the process as usual.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line args and returns the exit code. Errors are
+// printed to stderr as one line.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	case "version", "--version":
+		fmt.Fprintf(stdout, "pgrelay %s\n", buildVersion())
+		return exitOK
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", name)
+		usage(stderr)
+		return exitUsage
+	}
+	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		fmt.Fprintf(stdout, "usage: pgrelay %s\n\n%s.\nSettings come from PGRELAY_* environment variables; see the README.\n", name, cmd.summary)
+		return exitOK
+	}
+
+	cfg, err := loadConfig(lookupEnv)
+	if err == nil {
+		err = cfg.Validate(cmd.needs)
+	}
+	var secrets []string
+	if cfg != nil {
+		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
+	}
+	if err != nil {
+		printError(stderr, err, secrets)
+		return exitUsage
+	}
+	e := &env{
+		cfg:    cfg,
+		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, secrets),
+		stdout: stdout,
+		stderr: stderr,
+	}
+	err = cmd.run(ctx, e, args[1:])
+	if err == nil {
+		return exitOK
+	}
+	printError(stderr, err, secrets)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// printError writes err as the single line "pgrelay: <error>".
+func printError(w io.Writer, err error, secrets []string) {
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	fmt.Fprintf(w, "pgrelay: %s\n", redactSecrets(msg, secrets...))
+}
+
+func usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("usage: pgrelay <command>\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(&b, "  %-10s %s\n", "help", "show this help")
+	fmt.Fprintf(&b, "  %-10s %s\n", "version", "print the version")
+	b.WriteString("\nSettings come from PGRELAY_* environment variables (PGRELAY_SOURCE_URL, ...)\nand an optional config file named by PGRELAY_CONFIG; see the README.\n")
+	io.WriteString(w, b.String())
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,444 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// The JSON lines of `pgrelay tail` are written by hand so that the field order
+// is fixed (type, lsn, then the message's fields in the manual's order) and one
+// reused buffer serves every message.
+
+// relations resolves relation ids to the Relation messages seen so far.
+type relations map[uint32]*source.Relation
+
+// encodeMessage appends the JSON object for msg, carried by the XLogData that
+// started at lsn, to buf (without a newline).
+func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relations) ([]byte, error) {
+	o := jsonObject{buf: append(buf, '{')}
+	o.str("type", typeName(msg.Type()))
+	o.lsn("lsn", lsn)
+	switch m := msg.(type) {
+	case *source.Begin:
+		o.uint("xid", uint64(m.Xid))
+		o.lsn("final_lsn", m.FinalLSN)
+		o.time("commit_time", m.CommitTime)
+	case *source.Commit:
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("commit_lsn", m.CommitLSN)
+		o.lsn("end_lsn", m.EndLSN)
+		o.time("commit_time", m.CommitTime)
+	case *source.Origin:
+		o.lsn("commit_lsn", m.CommitLSN)
+		o.str("name", m.Name)
+	case *source.Relation:
+		o.xid(m.Xid)
+		o.uint("relation_id", uint64(m.RelationID))
+		o.str("namespace", m.Namespace)
+		o.str("name", m.Name)
+		o.str("replica_identity", replicaIdentityName(m.ReplicaIdentity))
+		o.key("columns")
+		o.buf = append(o.buf, '[')
+		for i, c := range m.Columns {
+			if i > 0 {
+				o.buf = append(o.buf, ',')
+			}
+			col := jsonObject{buf: append(o.buf, '{')}
+			col.str("name", c.Name)
+			col.bool("key", c.IsKey())
+			col.uint("flags", uint64(c.Flags))
+			col.uint("type_oid", uint64(c.TypeOID))
+			col.int("type_mod", int64(c.TypeMod))
+			o.buf = append(col.buf, '}')
+		}
+		o.buf = append(o.buf, ']')
+	case *source.TypeMessage:
+		o.xid(m.Xid)
+		o.uint("type_oid", uint64(m.TypeOID))
+		o.str("namespace", m.Namespace)
+		o.str("name", m.Name)
+	case *source.Insert:
+		o.xid(m.Xid)
+		rel, err := o.relation(m.RelationID, rels, "insert", lsn)
+		if err != nil {
+			return buf, err
+		}
+		if err := o.tuple("new", m.New, rel, lsn); err != nil {
+			return buf, err
+		}
+	case *source.Update:
+		o.xid(m.Xid)
+		rel, err := o.relation(m.RelationID, rels, "update", lsn)
+		if err != nil {
+			return buf, err
+		}
+		if m.OldKind != source.OldNone {
+			o.str("old_kind", oldKindName(m.OldKind))
+			if err := o.tuple("old", m.Old, rel, lsn); err != nil {
+				return buf, err
+			}
+		}
+		if err := o.tuple("new", m.New, rel, lsn); err != nil {
+			return buf, err
+		}
+	case *source.Delete:
+		o.xid(m.Xid)
+		rel, err := o.relation(m.RelationID, rels, "delete", lsn)
+		if err != nil {
+			return buf, err
+		}
+		o.str("old_kind", oldKindName(m.OldKind))
+		if err := o.tuple("old", m.Old, rel, lsn); err != nil {
+			return buf, err
+		}
+	case *source.Truncate:
+		o.xid(m.Xid)
+		o.key("relation_ids")
+		o.buf = append(o.buf, '[')
+		for i, id := range m.RelationIDs {
+			if i > 0 {
+				o.buf = append(o.buf, ',')
+			}
+			o.buf = strconv.AppendUint(o.buf, uint64(id), 10)
+		}
+		o.buf = append(o.buf, ']')
+		o.key("relations")
+		o.buf = append(o.buf, '[')
+		for i, id := range m.RelationIDs {
+			rel := rels[id]
+			if rel == nil {
+				return buf, fmt.Errorf("tail: truncate at %s names relation id %d, which no Relation message described", lsn, id)
+			}
+			if i > 0 {
+				o.buf = append(o.buf, ',')
+			}
+			o.buf = appendJSONString(o.buf, rel.Namespace+"."+rel.Name)
+		}
+		o.buf = append(o.buf, ']')
+		o.bool("cascade", m.Options&source.TruncateCascade != 0)
+		o.bool("restart_identity", m.Options&source.TruncateRestartIdentity != 0)
+	case *source.LogicalMessage:
+		o.xid(m.Xid)
+		o.bool("transactional", m.Transactional())
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("message_lsn", m.LSN)
+		o.str("prefix", m.Prefix)
+		o.key("content")
+		o.base64(m.Content)
+	case *source.StreamStart:
+		o.uint("xid", uint64(m.Xid))
+		o.bool("first_segment", m.FirstSegment)
+	case *source.StreamStop:
+	case *source.StreamCommit:
+		o.uint("xid", uint64(m.Xid))
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("commit_lsn", m.CommitLSN)
+		o.lsn("end_lsn", m.EndLSN)
+		o.time("commit_time", m.CommitTime)
+	case *source.StreamAbort:
+		o.uint("xid", uint64(m.Xid))
+		o.uint("sub_xid", uint64(m.SubXid))
+		if m.HasAbortInfo {
+			o.lsn("abort_lsn", m.AbortLSN)
+			o.time("abort_time", m.AbortTime)
+		}
+	case *source.BeginPrepare:
+		o.lsn("prepare_lsn", m.PrepareLSN)
+		o.lsn("end_lsn", m.EndLSN)
+		o.time("prepare_time", m.PrepareTime)
+		o.uint("xid", uint64(m.Xid))
+		o.str("gid", m.GID)
+	case *source.Prepare:
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("prepare_lsn", m.PrepareLSN)
+		o.lsn("end_lsn", m.EndLSN)
+		o.time("prepare_time", m.PrepareTime)
+		o.uint("xid", uint64(m.Xid))
+		o.str("gid", m.GID)
+	case *source.CommitPrepared:
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("commit_lsn", m.CommitLSN)
+		o.lsn("end_lsn", m.EndLSN)
+		o.time("commit_time", m.CommitTime)
+		o.uint("xid", uint64(m.Xid))
+		o.str("gid", m.GID)
+	case *source.RollbackPrepared:
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("prepare_end_lsn", m.PrepareEndLSN)
+		o.lsn("rollback_end_lsn", m.RollbackEndLSN)
+		o.time("prepare_time", m.PrepareTime)
+		o.time("rollback_time", m.RollbackTime)
+		o.uint("xid", uint64(m.Xid))
+		o.str("gid", m.GID)
+	case *source.StreamPrepare:
+		o.uint("flags", uint64(m.Flags))
+		o.lsn("prepare_lsn", m.PrepareLSN)
+		o.lsn("end_lsn", m.EndLSN)
+		o.time("prepare_time", m.PrepareTime)
+		o.uint("xid", uint64(m.Xid))
+		o.str("gid", m.GID)
+	default:
+		return buf, fmt.Errorf("tail: no JSON form for message type %s at %s", msg.Type(), lsn)
+	}
+	return append(o.buf, '}'), nil
+}
+
+// typeName is the snake_case name of a message type in tail's output.
+func typeName(t source.MessageType) string {
+	switch t {
+	case source.MsgBegin:
+		return "begin"
+	case source.MsgCommit:
+		return "commit"
+	case source.MsgOrigin:
+		return "origin"
+	case source.MsgRelation:
+		return "relation"
+	case source.MsgType:
+		return "type"
+	case source.MsgInsert:
+		return "insert"
+	case source.MsgUpdate:
+		return "update"
+	case source.MsgDelete:
+		return "delete"
+	case source.MsgTruncate:
+		return "truncate"
+	case source.MsgMessage:
+		return "message"
+	case source.MsgStreamStart:
+		return "stream_start"
+	case source.MsgStreamStop:
+		return "stream_stop"
+	case source.MsgStreamCommit:
+		return "stream_commit"
+	case source.MsgStreamAbort:
+		return "stream_abort"
+	case source.MsgBeginPrepare:
+		return "begin_prepare"
+	case source.MsgPrepare:
+		return "prepare"
+	case source.MsgCommitPrepared:
+		return "commit_prepared"
+	case source.MsgRollbackPrepared:
+		return "rollback_prepared"
+	case source.MsgStreamPrepare:
+		return "stream_prepare"
+	}
+	return "unknown_" + strconv.Itoa(int(t))
+}
+
+func replicaIdentityName(b byte) string {
+	switch b {
+	case 'd':
+		return "default"
+	case 'n':
+		return "nothing"
+	case 'f':
+		return "full"
+	case 'i':
+		return "index"
+	}
+	return string(rune(b))
+}
+
+func oldKindName(k byte) string {
+	switch k {
+	case source.OldKey:
+		return "key"
+	case source.OldFull:
+		return "full"
+	}
+	return "none"
+}
+
+// jsonObject appends the members of one JSON object to buf.
+type jsonObject struct {
+	buf   []byte
+	count int
+}
+
+func (o *jsonObject) key(k string) {
+	if o.count > 0 {
+		o.buf = append(o.buf, ',')
+	}
+	o.count++
+	o.buf = appendJSONString(o.buf, k)
+	o.buf = append(o.buf, ':')
+}
+
+func (o *jsonObject) str(k, v string) {
+	o.key(k)
+	o.buf = appendJSONString(o.buf, v)
+}
+
+func (o *jsonObject) uint(k string, v uint64) {
+	o.key(k)
+	o.buf = strconv.AppendUint(o.buf, v, 10)
+}
+
+func (o *jsonObject) int(k string, v int64) {
+	o.key(k)
+	o.buf = strconv.AppendInt(o.buf, v, 10)
+}
+
+func (o *jsonObject) bool(k string, v bool) {
+	o.key(k)
+	o.buf = strconv.AppendBool(o.buf, v)
+}
+
+// xid writes the xid of a change inside a streamed transaction; outside one it
+// is 0 and left out.
+func (o *jsonObject) xid(xid uint32) {
+	if xid != 0 {
+		o.uint("xid", uint64(xid))
+	}
+}
+
+// lsn writes an LSN in PostgreSQL's %X/%X form (upper-case hex, as pg_lsn prints).
+func (o *jsonObject) lsn(k string, v source.LSN) {
+	o.key(k)
+	o.buf = append(o.buf, '"')
+	o.buf = appendUpperHex(o.buf, uint32(uint64(v)>>32))
+	o.buf = append(o.buf, '/')
+	o.buf = appendUpperHex(o.buf, uint32(v))
+	o.buf = append(o.buf, '"')
+}
+
+func appendUpperHex(buf []byte, v uint32) []byte {
+	const digits = "0123456789ABCDEF"
+	var tmp [8]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = digits[v&0xf]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	return append(buf, tmp[i:]...)
+}
+
+// time writes an RFC 3339 UTC timestamp with nanoseconds.
+func (o *jsonObject) time(k string, t time.Time) {
+	o.key(k)
+	o.buf = append(o.buf, '"')
+	o.buf = t.UTC().AppendFormat(o.buf, time.RFC3339Nano)
+	o.buf = append(o.buf, '"')
+}
+
+func (o *jsonObject) base64(b []byte) {
+	o.buf = append(o.buf, '"')
+	o.buf = base64.StdEncoding.AppendEncode(o.buf, b)
+	o.buf = append(o.buf, '"')
+}
+
+// relation writes the namespace and name of the relation a change applies to.
+func (o *jsonObject) relation(id uint32, rels relations, what string, lsn source.LSN) (*source.Relation, error) {
+	rel := rels[id]
+	if rel == nil {
+		return nil, fmt.Errorf("tail: %s at %s is for relation id %d, which no Relation message described", what, lsn, id)
+	}
+	o.uint("relation_id", uint64(id))
+	o.str("namespace", rel.Namespace)
+	o.str("relation", rel.Name)
+	return rel, nil
+}
+
+// tuple writes a TupleData as an object from column name to value: a text
+// value as a string, a binary one as {"binary": base64}, NULL as null and an
+// unchanged TOASTed value as {"unchanged_toast": true}.
+func (o *jsonObject) tuple(k string, t source.Tuple, rel *source.Relation, lsn source.LSN) error {
+	if len(t) != len(rel.Columns) {
+		return fmt.Errorf("tail: tuple at %s has %d columns but relation %s.%s has %d", lsn, len(t), rel.Namespace, rel.Name, len(rel.Columns))
+	}
+	o.key(k)
+	cols := jsonObject{buf: append(o.buf, '{')}
+	for i, v := range t {
+		cols.key(rel.Columns[i].Name)
+		switch v.Kind {
+		case source.ValueNull:
+			cols.buf = append(cols.buf, "null"...)
+		case source.ValueUnchanged:
+			cols.buf = append(cols.buf, `{"unchanged_toast":true}`...)
+		case source.ValueText:
+			cols.buf = appendJSONBytes(cols.buf, v.Data)
+		case source.ValueBinary:
+			cols.buf = append(cols.buf, `{"binary":`...)
+			cols.base64(v.Data)
+			cols.buf = append(cols.buf, '}')
+		default:
+			return fmt.Errorf("tail: tuple at %s, column %q of %s.%s: unknown value kind 0x%02x", lsn, rel.Columns[i].Name, rel.Namespace, rel.Name, v.Kind)
+		}
+	}
+	o.buf = append(cols.buf, '}')
+	return nil
+}
+
+func appendJSONString(buf []byte, s string) []byte {
+	return appendJSON(buf, s)
+}
+
+func appendJSONBytes(buf, s []byte) []byte {
+	return appendJSON(buf, s)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSON appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does; U+2028 and U+2029 are escaped so the line is also valid
+// JavaScript.
+func appendJSON[T string | []byte](buf []byte, s T) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				buf = append(buf, '\\', b)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		var head [utf8.UTFMax]byte
+		r, size := utf8.DecodeRune(head[:copy(head[:], s[i:])])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

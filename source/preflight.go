@@ -1,0 +1,184 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrSlotOtherDatabase: a logical slot of that name exists but decodes another
+// database (slots are per database).
+var ErrSlotOtherDatabase = errors.New("replication slot belongs to another database")
+
+// PreflightResult is what Preflight learned about the source.
+type PreflightResult struct {
+	ServerVersion string
+	ServerMajor   int
+	ProtoVersion  int // highest pgoutput proto_version the server supports
+	Database      string
+	User          string
+	Superuser     bool
+	Replication   bool // the role may open replication connections
+	WALLevel      string
+	// MaxPreparedTransactions of the source: 0 means nobody prepares transactions
+	// on it, so two-phase decoding would only add overhead.
+	MaxPreparedTransactions int
+	MaxReplicationSlots     int
+	UsedReplicationSlots    int
+	Slot                    SlotState
+	PublicationExists       bool
+	PublicationCreated      bool // Preflight created it just now
+	// Problems holds one actionable error per failed check (also returned, joined,
+	// as Preflight's error).
+	Problems []error
+}
+
+// PreflightError lists every failed check, one line each. errors.Is finds each
+// problem's sentinel (ErrWALLevel, ErrNoReplicationRole, …).
+type PreflightError struct {
+	Problems []error
+}
+
+func (e *PreflightError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *PreflightError) Unwrap() []error { return e.Problems }
+
+// Preflight checks that the source can serve cfg before anything is set up, and
+// creates the publication when it is missing and the role may. A server it cannot
+// reach or log in to gives (nil, error). Otherwise every check runs, the result
+// is returned, and the error (a *PreflightError) lists each problem on one line:
+// wal_level, the REPLICATION attribute, a free slot when ours does not exist yet,
+// a slot of that name with another plugin or database or invalidated, the
+// publication (with the SQL to run when the role may not create it), and
+// options the server is too old for.
+func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResult, error) {
+	cfg.URL = url
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pcfg, err := parseSourceURL(url)
+	if err != nil {
+		return nil, err
+	}
+	xcfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("source: cannot parse the source URL: use postgres://user:password@host:port/database or key=value form")
+	}
+	conn, err := pgx.ConnectConfig(ctx, xcfg)
+	if err != nil {
+		return nil, describeConnectError(pcfg, err, false)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+
+	r := &PreflightResult{}
+	var superuser *bool
+	err = conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_database(), current_user,
+			current_setting('wal_level'),
+			current_setting('max_prepared_transactions')::int,
+			current_setting('max_replication_slots')::int,
+			(SELECT count(*) FROM pg_catalog.pg_replication_slots)::int,
+			(SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)`).Scan(
+		&r.ServerVersion, &r.Database, &r.User, &r.WALLevel, &r.MaxPreparedTransactions,
+		&r.MaxReplicationSlots, &r.UsedReplicationSlots, &superuser)
+	if err != nil {
+		return nil, fmt.Errorf("source: preflight: read server settings: %w", err)
+	}
+	r.ServerMajor = parseMajor(r.ServerVersion)
+	r.ProtoVersion = ProtoVersionFor(r.ServerMajor)
+	r.Superuser = superuser != nil && *superuser
+	problem := func(err error) { r.Problems = append(r.Problems, err) }
+
+	if r.ServerMajor < 10 {
+		problem(fmt.Errorf("source: PostgreSQL %s is not supported: pgrelay needs 10 or newer: %w", r.ServerVersion, ErrUnsupported))
+	}
+	if r.WALLevel != "logical" {
+		problem(fmt.Errorf("source: %w (it is %s): run ALTER SYSTEM SET wal_level = logical; then restart the server", ErrWALLevel, r.WALLevel))
+	}
+
+	// Whether a replication connection works (the REPLICATION attribute or a
+	// managed service's replication role, pg_hba.conf, max_wal_senders) only a try
+	// tells.
+	rc, err := Connect(ctx, url)
+	if err != nil {
+		if errors.Is(err, ErrNoReplicationRole) {
+			problem(fmt.Errorf("source: %w: role %q may not open replication connections: run ALTER ROLE %s REPLICATION; as a superuser",
+				ErrNoReplicationRole, r.User, quoteIdent(r.User)))
+		} else {
+			problem(err)
+		}
+	} else {
+		r.Replication = true
+		_ = rc.Close(ctx)
+	}
+
+	r.Slot, err = ReadSlot(ctx, conn, cfg.Slot)
+	switch {
+	case err != nil:
+		problem(err)
+	case !r.Slot.Exists:
+		if r.UsedReplicationSlots >= r.MaxReplicationSlots {
+			problem(fmt.Errorf("source: %w: all %d replication slots are taken (max_replication_slots = %d) and slot %q does not exist yet: drop an unused slot with SELECT pg_drop_replication_slot('name'); or raise max_replication_slots and restart",
+				ErrNoFreeSlot, r.UsedReplicationSlots, r.MaxReplicationSlots, cfg.Slot))
+		}
+	default:
+		switch {
+		case r.Slot.Type != "logical" || r.Slot.Plugin != "pgoutput":
+			plugin := r.Slot.Plugin
+			if r.Slot.Type != "logical" {
+				plugin = r.Slot.Type + " slot"
+			}
+			problem(fmt.Errorf("source: %w: slot %q decodes with %s, pgrelay needs pgoutput: choose another PGRELAY_SLOT or drop it with SELECT pg_drop_replication_slot(%s);",
+				ErrSlotPlugin, cfg.Slot, plugin, quoteLiteral(cfg.Slot)))
+		case r.Slot.Database != r.Database:
+			problem(fmt.Errorf("source: %w: slot %q decodes database %q, the URL names %q: choose another PGRELAY_SLOT or fix the database in the URL",
+				ErrSlotOtherDatabase, cfg.Slot, r.Slot.Database, r.Database))
+		}
+		if r.Slot.Invalidated() {
+			why := "wal_status = " + r.Slot.WALStatus
+			if r.Slot.InvalidationReason != "" {
+				why = "invalidation_reason = " + r.Slot.InvalidationReason
+			}
+			problem(fmt.Errorf("source: %w: slot %q cannot stream any more (%s): drop it with SELECT pg_drop_replication_slot(%s); and seed the target again (PGRELAY_SNAPSHOT=always)",
+				ErrSlotInvalidated, cfg.Slot, why, quoteLiteral(cfg.Slot)))
+		}
+	}
+
+	if _, err := cfg.StreamOptions(r.ServerMajor, true); err != nil {
+		problem(err)
+	}
+
+	r.PublicationCreated, err = EnsurePublication(ctx, conn, cfg.Publication, cfg.Tables)
+	switch {
+	case err != nil:
+		problem(err)
+	default:
+		r.PublicationExists = true
+		missing, err := MissingPublicationTables(ctx, conn, cfg.Publication, cfg.Tables)
+		switch {
+		case err != nil:
+			problem(err)
+		case len(missing) > 0:
+			quoted := make([]string, len(missing))
+			for i, t := range missing {
+				s, n, _ := SplitTableName(t)
+				quoted[i] = quoteIdent(s) + "." + quoteIdent(n)
+			}
+			problem(fmt.Errorf("source: %w: publication %q does not publish %s: run ALTER PUBLICATION %s ADD TABLE %s;",
+				ErrPublicationMissing, cfg.Publication, strings.Join(missing, ", "), quoteIdent(cfg.Publication), strings.Join(quoted, ", ")))
+		}
+	}
+
+	if len(r.Problems) > 0 {
+		return r, &PreflightError{Problems: r.Problems}
+	}
+	return r, nil
+}

@@ -1,0 +1,115 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// CreatePublicationSQL is the statement that creates the publication: FOR ALL
+// TABLES, or FOR TABLE the listed schema.table names.
+func CreatePublicationSQL(name string, tables []string) (string, error) {
+	if name == "" {
+		return "", errors.New("publication name is empty")
+	}
+	if len(tables) == 0 {
+		return "CREATE PUBLICATION " + quoteIdent(name) + " FOR ALL TABLES", nil
+	}
+	quoted := make([]string, 0, len(tables))
+	for _, t := range tables {
+		schemaName, tableName, err := SplitTableName(t)
+		if err != nil {
+			return "", err
+		}
+		quoted = append(quoted, quoteIdent(schemaName)+"."+quoteIdent(tableName))
+	}
+	return "CREATE PUBLICATION " + quoteIdent(name) + " FOR TABLE " + strings.Join(quoted, ", "), nil
+}
+
+// PublicationExists reports whether the publication exists in the connection's
+// database.
+func PublicationExists(ctx context.Context, conn *pgx.Conn, name string) (bool, error) {
+	var exists bool
+	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = $1)", name).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("source: look up publication %q: %w", name, err)
+	}
+	return exists, nil
+}
+
+// EnsurePublication creates the publication when it does not exist (FOR ALL
+// TABLES, or FOR TABLE tables) and reports whether it did. When the role may not
+// create it, the error wraps ErrPublicationMissing and carries the exact SQL for
+// someone who may (a superuser for FOR ALL TABLES; the tables' owner otherwise).
+// An existing publication is left as it is (see MissingPublicationTables).
+func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []string) (created bool, err error) {
+	sql, err := CreatePublicationSQL(name, tables)
+	if err != nil {
+		return false, fmt.Errorf("source: publication %q: %w", name, err)
+	}
+	exists, err := PublicationExists(ctx, conn, name)
+	if err != nil || exists {
+		return false, err
+	}
+	_, err = conn.Exec(ctx, sql)
+	if err == nil {
+		return true, nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "42710": // created meanwhile by someone else
+			return false, nil
+		case "42501":
+			who := "the owner of the tables (with CREATE on the database)"
+			if len(tables) == 0 {
+				who = "a superuser"
+			}
+			return false, fmt.Errorf("source: %w: publication %q does not exist and role %q may not create it (%s): run as %s: %s;",
+				ErrPublicationMissing, name, conn.Config().User, pgErr.Message, who, sql)
+		case "42P01":
+			return false, fmt.Errorf("source: create publication %q: %s: fix PGRELAY_TABLES", name, pgErr.Message)
+		}
+	}
+	return false, fmt.Errorf("source: create publication %q (%s): %w", name, sql, err)
+}
+
+// MissingPublicationTables lists the schema.table names (as given) that the
+// publication does not publish.
+func MissingPublicationTables(ctx context.Context, conn *pgx.Conn, name string, tables []string) ([]string, error) {
+	var missing []string
+	for _, t := range tables {
+		schemaName, tableName, err := SplitTableName(t)
+		if err != nil {
+			return nil, fmt.Errorf("source: publication %q: %w", name, err)
+		}
+		var published bool
+		err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables
+			WHERE pubname = $1 AND schemaname = $2 AND tablename = $3)`, name, schemaName, tableName).Scan(&published)
+		if err != nil {
+			return nil, fmt.Errorf("source: check publication %q for %s: %w", name, t, err)
+		}
+		if !published {
+			missing = append(missing, t)
+		}
+	}
+	return missing, nil
+}
+
+// DropPublication drops the publication if it exists.
+func DropPublication(ctx context.Context, conn *pgx.Conn, name string) error {
+	sql := "DROP PUBLICATION IF EXISTS " + quoteIdent(name)
+	_, err := conn.Exec(ctx, sql)
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+		return fmt.Errorf("source: drop publication %q: role %q may not (%s): run as its owner or a superuser: %s;", name, conn.Config().User, pgErr.Message, sql)
+	}
+	return fmt.Errorf("source: drop publication %q: %w", name, err)
+}

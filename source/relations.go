@@ -1,0 +1,122 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PublishedTable is one table of a publication with its size estimate, for
+// planning the snapshot copy.
+type PublishedTable struct {
+	Relation *Relation
+	// Pages and Bytes estimate the table's size (pg_class.relpages, pg_table_size).
+	Pages int64
+	Bytes int64
+	// Columns are the published column names (all non-generated columns unless
+	// the publication has a column list, PostgreSQL 15+).
+	Columns []string
+}
+
+// ReadPublishedTables describes every table of the publication as the Relation
+// message pgoutput would send for it: columns in attribute order, replica
+// identity key columns flagged (all columns for REPLICA IDENTITY FULL, as
+// pgoutput does). The snapshot uses it to create and copy tables before any
+// Relation message has been streamed. Run it inside the snapshot's transaction
+// so the definitions match the copied data.
+func ReadPublishedTables(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, publication string, major int) ([]PublishedTable, error) {
+	// attnames (published column list) exists from 15; generated columns are not
+	// published before 18 (and we do not copy them: the target computes its own).
+	colList := "NULL::text[]"
+	if major >= 15 {
+		colList = "pt.attnames"
+	}
+	sql := `
+SELECT c.oid, n.nspname, c.relname, c.relreplident::text, c.relpages::int8,
+       pg_catalog.pg_table_size(c.oid), ` + colList + `
+FROM pg_catalog.pg_publication_tables pt
+JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
+JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
+WHERE pt.pubname = $1
+ORDER BY n.nspname, c.relname`
+	rows, err := q.Query(ctx, sql, publication)
+	if err != nil {
+		return nil, fmt.Errorf("source: list tables of publication %q: %w", publication, err)
+	}
+	type head struct {
+		oid            uint32
+		nsp, name, rep string
+		pages, bytes   int64
+		attnames       []string
+	}
+	var heads []head
+	for rows.Next() {
+		var h head
+		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("source: list tables of publication %q: %w", publication, err)
+		}
+		heads = append(heads, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("source: list tables of publication %q: %w", publication, err)
+	}
+
+	genFilter := ""
+	if major >= 12 {
+		genFilter = "AND a.attgenerated = ''"
+	}
+	colSQL := `
+SELECT a.attname, a.atttypid, a.atttypmod,
+       coalesce(a.attnum = ANY (
+         CASE c.relreplident
+           WHEN 'd' THEN (SELECT i.indkey::int2[] FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+           WHEN 'i' THEN (SELECT i.indkey::int2[] FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
+         END), false) OR c.relreplident = 'f'
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ` + genFilter + `
+ORDER BY a.attnum`
+	out := make([]PublishedTable, 0, len(heads))
+	for _, h := range heads {
+		rel := &Relation{RelationID: h.oid, Namespace: h.nsp, Name: h.name}
+		if len(h.rep) == 1 {
+			rel.ReplicaIdentity = h.rep[0]
+		}
+		published := map[string]bool{}
+		for _, a := range h.attnames {
+			published[a] = true
+		}
+		rows, err := q.Query(ctx, colSQL, h.oid)
+		if err != nil {
+			return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
+		}
+		var names []string
+		for rows.Next() {
+			var col RelationColumn
+			var key bool
+			if err := rows.Scan(&col.Name, &col.TypeOID, &col.TypeMod, &key); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
+			}
+			if len(published) > 0 && !published[col.Name] {
+				continue
+			}
+			if key {
+				col.Flags = ColumnFlagKey
+			}
+			rel.Columns = append(rel.Columns, col)
+			names = append(names, col.Name)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
+		}
+		out = append(out, PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names})
+	}
+	return out, nil
+}

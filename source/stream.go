@@ -1,0 +1,520 @@
+package source
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// Default bounds of the buffer between the receive loop and its consumer.
+const (
+	DefaultBufferFrames = 1024
+	DefaultBufferBytes  = 64 << 20
+)
+
+// statusWriteTimeout bounds a standby status update write: a server that does not
+// read 39 bytes for that long is gone.
+const statusWriteTimeout = 30 * time.Second
+
+// bytePollInterval is how often a receive loop held back by the byte bound of the
+// buffer looks whether the consumer has taken frames out (a channel cannot say).
+const bytePollInterval = 2 * time.Millisecond
+
+// StreamOptions are the pgoutput options of START_REPLICATION and the loop settings.
+type StreamOptions struct {
+	Publication string // required
+	Proto       int    // proto_version; 0 means the highest the server supports
+	// Streaming is the streaming option: "" (not sent: the server default, off),
+	// "on" (proto 2+), "parallel" (proto 4+) or "off".
+	Streaming string
+	TwoPhase  bool // two_phase (proto 3+)
+	Messages  bool // messages (PostgreSQL 14+)
+	Binary    bool // binary (PostgreSQL 14+)
+	// StatusInterval is the period of standby status updates; 0 means 10s. It must
+	// stay well below the server's wal_sender_timeout (default 60s).
+	StatusInterval time.Duration
+	// BufferFrames and BufferBytes bound the Frames channel (0: the defaults).
+	// A single frame larger than BufferBytes is still delivered, alone.
+	BufferFrames int
+	BufferBytes  int
+}
+
+// Frame is one XLogData message of the stream: one pgoutput message.
+type Frame struct {
+	WALStart     LSN // the LSN of the WAL record the message was decoded from
+	ServerWALEnd LSN
+	ServerTime   time.Time
+	Data         []byte // the pgoutput message; owned by the receiver
+}
+
+// Stream is a running logical replication stream. Run receives it; Frames hands
+// the messages to one consumer in order; Ack tells the server what the consumer
+// has made durable.
+//
+// Three positions are kept apart: Received (the highest WAL position the server
+// told us about), the acked position (what the caller declared durable via Ack,
+// initially the start LSN) and what was last reported to the server. Standby status
+// updates carry write = Received and flush = apply = acked, so the server's
+// confirmed_flush_lsn never passes what is durable on the target (invariant 2).
+type Stream struct {
+	conn     *pgconn.PgConn
+	slot     string
+	frames   chan Frame
+	interval time.Duration
+	maxBytes int
+
+	acked    atomic.Uint64
+	received atomic.Uint64
+	started  atomic.Bool
+
+	// Owned by Run.
+	inChan        frameSizes // sizes of the frames sent into the channel and not yet taken
+	reportedWrite LSN
+	reportedFlush LSN
+	now           func() time.Time
+}
+
+// StartReplication starts streaming slot from start through the publication. A
+// start of 0 lets the server start at the slot's confirmed_flush_lsn; the server
+// also never starts before it. The start LSN counts as acked: it must be durable
+// on the target (it is the position the target holds, or 0).
+//
+// Errors wrap ErrSlotInUse (another process streams from the slot: wait and
+// retry, on this connection or a new one), ErrSlotNotFound, ErrSlotInvalidated or
+// ErrUnsupported. After success the connection belongs to the Stream; call Run.
+func (c *ReplConn) StartReplication(ctx context.Context, slot string, start LSN, o StreamOptions) (*Stream, error) {
+	if c.streaming {
+		return nil, errors.New("source: start replication: the connection is already streaming")
+	}
+	if err := ValidateSlotName(slot); err != nil {
+		return nil, fmt.Errorf("source: start replication: %w", err)
+	}
+	args, err := pluginArgs(c.major, o)
+	if err != nil {
+		return nil, fmt.Errorf("source: start replication on slot %q: %w", slot, err)
+	}
+	sql := fmt.Sprintf("START_REPLICATION SLOT %s LOGICAL %s (%s)", slot, start, strings.Join(args, ", "))
+	if err := startCopyBoth(ctx, c.conn, sql); err != nil {
+		return nil, fmt.Errorf("source: start replication on slot %q: %w", slot, classifyPgError(err, slot))
+	}
+	c.streaming = true
+	s := newStream(c.conn, slot, start, o)
+	return s, nil
+}
+
+func newStream(conn *pgconn.PgConn, slot string, start LSN, o StreamOptions) *Stream {
+	interval := o.StatusInterval
+	if interval <= 0 {
+		interval = DefaultStatusInterval
+	}
+	frames := o.BufferFrames
+	if frames <= 0 {
+		frames = DefaultBufferFrames
+	}
+	maxBytes := o.BufferBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultBufferBytes
+	}
+	s := &Stream{
+		conn:     conn,
+		slot:     slot,
+		frames:   make(chan Frame, frames),
+		interval: interval,
+		maxBytes: maxBytes,
+		inChan:   newFrameSizes(frames + 1),
+		now:      time.Now,
+	}
+	s.acked.Store(uint64(start))
+	s.received.Store(uint64(start))
+	s.reportedFlush = start
+	s.reportedWrite = start
+	return s
+}
+
+// pluginArgs builds the pgoutput options of START_REPLICATION, refusing what the
+// server cannot do rather than letting it fail later in the stream.
+func pluginArgs(major int, o StreamOptions) ([]string, error) {
+	maxProto := ProtoVersionFor(major)
+	proto := o.Proto
+	if proto == 0 {
+		proto = maxProto
+	}
+	if proto < 1 || proto > maxProto {
+		return nil, fmt.Errorf("proto_version %d is not supported by PostgreSQL %d (1 to %d): %w", proto, major, maxProto, ErrUnsupported)
+	}
+	if o.Publication == "" {
+		return nil, errors.New("no publication given")
+	}
+	args := []string{
+		fmt.Sprintf("proto_version '%d'", proto),
+		// publication_names is a list of identifiers inside a string literal.
+		"publication_names " + quoteLiteral(quoteIdent(o.Publication)),
+	}
+	if o.Binary {
+		if major < 14 {
+			return nil, fmt.Errorf("the binary option needs PostgreSQL 14 or newer (server is %d): %w", major, ErrUnsupported)
+		}
+		args = append(args, "binary 'true'")
+	}
+	if o.Messages {
+		if major < 14 {
+			return nil, fmt.Errorf("the messages option needs PostgreSQL 14 or newer (server is %d): %w", major, ErrUnsupported)
+		}
+		args = append(args, "messages 'true'")
+	}
+	switch o.Streaming {
+	case "":
+	case "off":
+		if proto >= 2 {
+			args = append(args, "streaming 'off'")
+		}
+	case "on":
+		if proto < 2 {
+			return nil, fmt.Errorf("streaming needs proto_version 2 (PostgreSQL 14) or newer, have %d: %w", proto, ErrUnsupported)
+		}
+		args = append(args, "streaming 'on'")
+	case "parallel":
+		if proto < 4 {
+			return nil, fmt.Errorf("streaming 'parallel' needs proto_version 4 (PostgreSQL 16) or newer, have %d: %w", proto, ErrUnsupported)
+		}
+		args = append(args, "streaming 'parallel'")
+	default:
+		return nil, fmt.Errorf("streaming %q is not one of on, off, parallel", o.Streaming)
+	}
+	if o.TwoPhase {
+		if proto < 3 {
+			return nil, fmt.Errorf("two_phase needs proto_version 3 (PostgreSQL 15) or newer, have %d: %w", proto, ErrUnsupported)
+		}
+		args = append(args, "two_phase 'true'")
+	}
+	return args, nil
+}
+
+// startCopyBoth sends a START_REPLICATION and waits for CopyBothResponse. On an
+// ErrorResponse it reads on to ReadyForQuery, so the connection stays usable for
+// another try (pglogrepl.StartReplication returns before it, leaving the
+// ReadyForQuery to confuse the next command).
+func startCopyBoth(ctx context.Context, conn *pgconn.PgConn, sql string) error {
+	conn.Frontend().SendQuery(&pgproto3.Query{String: sql})
+	if err := conn.Frontend().Flush(); err != nil {
+		return fmt.Errorf("send START_REPLICATION: %w", err)
+	}
+	var pgErr error
+	for {
+		msg, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			if pgErr != nil {
+				return pgErr
+			}
+			return err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CopyBothResponse:
+			return nil
+		case *pgproto3.ErrorResponse:
+			pgErr = pgconn.ErrorResponseToPgError(m)
+		case *pgproto3.ReadyForQuery:
+			if pgErr != nil {
+				return pgErr
+			}
+			return errors.New("server ended START_REPLICATION without streaming")
+		case *pgproto3.NoticeResponse, *pgproto3.ParameterStatus, *pgproto3.CommandComplete,
+			*pgproto3.RowDescription, *pgproto3.DataRow:
+		default:
+			return fmt.Errorf("unexpected %T in reply to START_REPLICATION", msg)
+		}
+	}
+}
+
+// Frames is the stream of pgoutput messages, in WAL order. It is bounded in
+// frames and bytes: when the consumer falls behind, Run stops reading the socket
+// (the server then waits) but keeps sending status updates. It is closed when Run
+// returns.
+func (s *Stream) Frames() <-chan Frame { return s.frames }
+
+// Ack declares everything up to lsn durable on the target. It never moves the
+// acked position backwards (a smaller lsn is ignored), is safe from any
+// goroutine, and is reported to the server with the next status update (periodic,
+// in reply to a keepalive, or the final one when Run's context ends).
+func (s *Stream) Ack(lsn LSN) {
+	for {
+		cur := s.acked.Load()
+		if uint64(lsn) <= cur || s.acked.CompareAndSwap(cur, uint64(lsn)) {
+			return
+		}
+	}
+}
+
+// Acked is the acked position: the start LSN or the highest Ack.
+func (s *Stream) Acked() LSN { return LSN(s.acked.Load()) }
+
+// Received is the highest WAL position the server has reported: the start of the
+// latest message or the WAL end of the latest keepalive.
+func (s *Stream) Received() LSN { return LSN(s.received.Load()) }
+
+func (s *Stream) noteReceived(lsn LSN) {
+	for {
+		cur := s.received.Load()
+		if uint64(lsn) <= cur || s.received.CompareAndSwap(cur, uint64(lsn)) {
+			return
+		}
+	}
+}
+
+// Run is the receive loop. It reads the stream, hands each message to Frames,
+// answers keepalives that ask for a reply at once with the acked position, and
+// sends a status update every StatusInterval. It returns when ctx is done (after
+// a final status update with the acked position; the result is ctx's error) or on
+// the first error, and closes Frames on return. It may be called once; afterwards
+// close the ReplConn.
+func (s *Stream) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("source: replication stream: Run called twice")
+	}
+	defer close(s.frames)
+	err := s.loop(ctx)
+	if ctx.Err() == nil {
+		return err
+	}
+	if serr := s.sendStatus(); serr != nil {
+		return fmt.Errorf("source: replication stream: final status update: %w (after %w)", serr, ctx.Err())
+	}
+	return ctx.Err()
+}
+
+func (s *Stream) loop(ctx context.Context) error {
+	nextStatus := s.now().Add(s.interval)
+	var period periodContext
+	defer period.stop()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if now := s.now(); !now.Before(nextStatus) {
+			if err := s.sendStatus(); err != nil {
+				return err
+			}
+			nextStatus = now.Add(s.interval)
+		}
+		recvCtx := period.until(ctx, nextStatus)
+		if recvCtx.Err() != nil {
+			continue // the period ended: status update at the top
+		}
+		msg, err := s.conn.ReceiveMessage(recvCtx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if pgconn.Timeout(err) || recvCtx.Err() != nil {
+				continue // idle tick
+			}
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(err, s.slot))
+			}
+			return fmt.Errorf("source: replication stream on slot %q: receive: %w", s.slot, err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CopyData:
+			if err := s.handleCopyData(ctx, m.Data, &nextStatus); err != nil {
+				return err
+			}
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(pgconn.ErrorResponseToPgError(m), s.slot))
+		case *pgproto3.CopyDone:
+			return fmt.Errorf("source: replication stream on slot %q: %w (the server may be shutting down): reconnect and resume", s.slot, ErrStreamEnded)
+		case *pgproto3.NoticeResponse, *pgproto3.ParameterStatus:
+		default:
+			return fmt.Errorf("source: replication stream on slot %q: unexpected %T", s.slot, msg)
+		}
+	}
+}
+
+func (s *Stream) handleCopyData(ctx context.Context, data []byte, nextStatus *time.Time) error {
+	if len(data) == 0 {
+		return fmt.Errorf("source: replication stream on slot %q: empty CopyData message", s.slot)
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		pkm, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("source: replication stream on slot %q: keepalive: %w", s.slot, err)
+		}
+		s.noteReceived(pkm.ServerWALEnd)
+		if pkm.ReplyRequested {
+			return s.sendStatus()
+		}
+		return nil
+	case pglogrepl.XLogDataByteID:
+		xld, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("source: replication stream on slot %q: XLogData: %w", s.slot, err)
+		}
+		// pgconn reuses its read buffer: the frame gets its own copy.
+		f := Frame{
+			WALStart:     xld.WALStart,
+			ServerWALEnd: xld.ServerWALEnd,
+			ServerTime:   xld.ServerTime,
+			Data:         append(make([]byte, 0, len(xld.WALData)), xld.WALData...),
+		}
+		s.noteReceived(max(xld.WALStart, xld.ServerWALEnd))
+		return s.deliver(ctx, f, nextStatus)
+	default:
+		return fmt.Errorf("source: replication stream on slot %q: unknown CopyData message type %q", s.slot, data[0])
+	}
+}
+
+// periodContext is a deadline context for one status period, shared by every
+// receive in the period: one timer per period rather than one per message.
+type periodContext struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	deadline time.Time
+}
+
+func (p *periodContext) until(parent context.Context, deadline time.Time) context.Context {
+	if p.ctx == nil || !p.deadline.Equal(deadline) {
+		p.stop()
+		p.ctx, p.cancel = context.WithDeadline(parent, deadline)
+		p.deadline = deadline
+	}
+	return p.ctx
+}
+
+func (p *periodContext) stop() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+}
+
+// deliver puts f into the Frames channel, waiting while the buffer is full by
+// frames or bytes. While it waits the socket is not read (back-pressure: the
+// server blocks), but status updates still go out on time so the server does not
+// time the connection out.
+func (s *Stream) deliver(ctx context.Context, f Frame, nextStatus *time.Time) error {
+	size := len(f.Data)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		s.inChan.release(len(s.frames))
+		fits := s.inChan.n == 0 || s.inChan.bytes+size <= s.maxBytes
+		if fits {
+			select {
+			case s.frames <- f:
+				s.inChan.push(size)
+				return nil
+			default:
+			}
+		}
+		now := s.now()
+		wait := nextStatus.Sub(now)
+		if wait <= 0 {
+			if err := s.sendStatus(); err != nil {
+				return err
+			}
+			*nextStatus = now.Add(s.interval)
+			continue
+		}
+		var send chan<- Frame
+		if fits {
+			send = s.frames
+		} else if wait > bytePollInterval {
+			wait = bytePollInterval
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case send <- f:
+			s.inChan.push(size)
+			return nil
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sendStatus sends a standby status update: write = received, flush = apply =
+// acked, neither ever lower than last time. pglogrepl.SendStandbyStatusUpdate is
+// not used because it replaces a zero flush position with the write position,
+// which would confirm WAL that is not durable.
+func (s *Stream) sendStatus() error {
+	flush := max(LSN(s.acked.Load()), s.reportedFlush)
+	write := max(LSN(s.received.Load()), flush, s.reportedWrite)
+	msg := encodeStatusUpdate(write, flush, flush, s.now(), false)
+	nc := s.conn.Conn()
+	_ = nc.SetWriteDeadline(s.now().Add(statusWriteTimeout))
+	err := s.conn.Frontend().SendUnbufferedEncodedCopyData(msg)
+	_ = nc.SetWriteDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("source: replication stream on slot %q: send status update: %w", s.slot, err)
+	}
+	s.reportedWrite, s.reportedFlush = write, flush
+	return nil
+}
+
+// encodeStatusUpdate encodes a Standby Status Update ('r') as a complete CopyData
+// message ready for the wire.
+func encodeStatusUpdate(write, flush, apply LSN, now time.Time, replyRequested bool) []byte {
+	const bodyLen = 1 + 8 + 8 + 8 + 8 + 1
+	buf := make([]byte, 1+4+bodyLen)
+	buf[0] = 'd'
+	binary.BigEndian.PutUint32(buf[1:], uint32(4+bodyLen))
+	buf[5] = pglogrepl.StandbyStatusUpdateByteID
+	binary.BigEndian.PutUint64(buf[6:], uint64(write))
+	binary.BigEndian.PutUint64(buf[14:], uint64(flush))
+	binary.BigEndian.PutUint64(buf[22:], uint64(apply))
+	binary.BigEndian.PutUint64(buf[30:], uint64(toPgMicros(now)))
+	if replyRequested {
+		buf[38] = 1
+	}
+	return buf
+}
+
+// pgEpochMicros is 2000-01-01 00:00:00 UTC in microseconds since the Unix epoch.
+const pgEpochMicros = 946684800 * 1000000
+
+// toPgMicros converts a time to PostgreSQL's microseconds since 2000-01-01 UTC.
+func toPgMicros(t time.Time) int64 { return t.UnixMicro() - pgEpochMicros }
+
+// frameSizes is a FIFO of the sizes of the frames sent into the Frames channel.
+// Since the channel is FIFO too, the frames still in it are always the newest
+// len(channel) entries: release drops the older ones, whose frames the consumer
+// has taken, so bytes is the byte count of what waits in the channel.
+type frameSizes struct {
+	ring  []int
+	head  int
+	n     int
+	bytes int
+}
+
+func newFrameSizes(capacity int) frameSizes { return frameSizes{ring: make([]int, capacity)} }
+
+func (q *frameSizes) push(size int) {
+	q.ring[(q.head+q.n)%len(q.ring)] = size
+	q.n++
+	q.bytes += size
+}
+
+func (q *frameSizes) release(inChannel int) {
+	for q.n > inChannel {
+		q.bytes -= q.ring[q.head]
+		q.head = (q.head + 1) % len(q.ring)
+		q.n--
+	}
+}
