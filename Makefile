@@ -9,6 +9,9 @@ ALL_MAJORS := 14,15,16,17,18
 GOTESTFLAGS ?= -race -timeout 20m
 BENCH ?= .
 BENCHFLAGS ?= -benchmem -timeout 60m
+# End-to-end benchmarks (integration/bench_test.go): minutes each, run once;
+# BENCH_E2E='^$$' leaves them out.
+BENCH_E2E ?= ^Benchmark(Drain|Snapshot)$$
 
 comma := ,
 majors = $(subst $(comma), ,$(1))
@@ -34,9 +37,10 @@ test: setup
 test-matrix:
 	$(MAKE) test TEST_MAJORS=$(ALL_MAJORS)
 
-## bench: run the benchmarks (BENCH=regexp to choose)
+## bench: run the benchmarks (BENCH=regexp to choose), then the end-to-end ones once (BENCH_E2E)
 bench: setup
-	PGRELAY_TEST_MAJORS=$(TEST_MAJORS) $(GO) test -run '^$$' -bench '$(BENCH)' $(BENCHFLAGS) ./...
+	PGRELAY_TEST_MAJORS=$(TEST_MAJORS) $(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(BENCH_E2E)' $(BENCHFLAGS) ./...
+	PGRELAY_TEST_MAJORS=$(TEST_MAJORS) $(GO) test -run '^$$' -bench '$(BENCH_E2E)' -benchtime=1x -v $(BENCHFLAGS) ./integration/
 
 ## lint: gofmt must list nothing, go vet must pass
 lint:

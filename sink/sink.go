@@ -140,7 +140,12 @@ type TableState struct {
 	Schema, Name string // source schema and name
 	State        string // TablePending … TableIndexed
 	Rows, Bytes  int64
-	UpdatedAt    time.Time
+	// SyncLSN is the LSN of the snapshot the table was copied under when that
+	// is not the slot's own (its interrupted copy was redone under a later
+	// one); 0 otherwise. Streaming skips the table's changes from transactions
+	// that committed before it: they are in the copy.
+	SyncLSN   source.LSN
+	UpdatedAt time.Time
 }
 
 // Seed records the snapshot a slot's target was seeded from.

@@ -38,6 +38,7 @@ const (
 	keyMetricsAddr    = "metrics_addr"
 	keyStatusInterval = "status_interval"
 	keyTailBinary     = "tail_binary"
+	keyCopyWorkers    = "copy_workers"
 )
 
 // settingDefaults lists every setting with its default ("" = none). It is the
@@ -56,6 +57,7 @@ var settingDefaults = []struct{ key, def string }{
 	{keyMetricsAddr, ""},
 	{keyStatusInterval, "10s"},
 	{keyTailBinary, "false"},
+	{keyCopyWorkers, "0"},
 }
 
 // envName is the environment variable that sets key.
@@ -82,11 +84,15 @@ type Config struct {
 	// TailBinary asks the source for binary column values in `pgrelay tail`
 	// (PGRELAY_TAIL_BINARY).
 	TailBinary bool
+	// CopyWorkers is how many tables or table ranges the snapshot copies at
+	// once (PGRELAY_COPY_WORKERS; 0 = the number of CPUs).
+	CopyWorkers int
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
 	rawStatusInterval string
 	rawTailBinary     string
+	rawCopyWorkers    string
 }
 
 // need says which settings a command requires to be present.
@@ -183,6 +189,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
 		rawStatusInterval: v.GetString(keyStatusInterval),
 		rawTailBinary:     v.GetString(keyTailBinary),
+		rawCopyWorkers:    v.GetString(keyCopyWorkers),
 	}, nil
 }
 
@@ -310,6 +317,16 @@ func (c *Config) Validate(n need) error {
 		return fmt.Errorf("%s=%q: expected true or false", envName(keyTailBinary), c.rawTailBinary)
 	}
 	c.TailBinary = b
+
+	raw = strings.TrimSpace(c.rawCopyWorkers)
+	if raw == "" {
+		raw = defaultOf(keyCopyWorkers)
+	}
+	w, err := strconv.Atoi(raw)
+	if err != nil || w < 0 || w > 256 {
+		return fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers)
+	}
+	c.CopyWorkers = w
 	return nil
 }
 

@@ -45,6 +45,26 @@ type command struct {
 
 // commands lists the implemented subcommands.
 var commands = map[string]command{
+	"replicate": {
+		summary: "copy the tables when the target is not seeded, then stream changes until SIGTERM/SIGINT",
+		needs:   needSource | needTarget,
+		run:     runReplicate,
+	},
+	"migrate": {
+		summary: "copy the tables when the target is not seeded, catch up with the source, exit",
+		needs:   needSource | needTarget,
+		run:     runMigrate,
+	},
+	"status": {
+		summary: "show the slot, the lag, the last applied LSN and each table's copy state (--json)",
+		needs:   needSource | needTarget,
+		run:     runStatus,
+	},
+	"teardown": {
+		summary: "drop the slot, the publication pgrelay created and the target metadata",
+		needs:   needSource | needTarget,
+		run:     runTeardown,
+	},
 	"tail": {
 		summary: "print the decoded change stream as JSON lines, one object per pgoutput message",
 		needs:   needSource,

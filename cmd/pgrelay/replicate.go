@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pgrelay/pgrelay/apply"
+	"github.com/pgrelay/pgrelay/apply/snapshot"
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/postgres"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// markerPrefix is the prefix of the logical messages `pgrelay migrate` emits on
+// the source to know when it has caught up.
+const markerPrefix = "pgrelay.caught_up"
+
+// target is what replicate and migrate need of a sink.
+type target interface {
+	snapshot.Target
+	CanPrepare() bool
+	// Progress reads the stored position without changing anything.
+	Progress(ctx context.Context, slot string) (sink.Progress, error)
+}
+
+func runReplicate(ctx context.Context, e *env, _ []string) error { return relay(ctx, e, false) }
+func runMigrate(ctx context.Context, e *env, _ []string) error   { return relay(ctx, e, true) }
+
+// relay runs one replicate or migrate command: a session, and new sessions
+// with backoff after errors a retry can cure (a server gone away, the slot
+// busy), until the command is done or told to stop.
+func relay(ctx context.Context, e *env, migrate bool) error {
+	backoff := time.Second
+	for {
+		start := time.Now()
+		err := session(ctx, e, migrate)
+		if err == nil || ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			return nil
+		}
+		if !retryable(err) {
+			return err
+		}
+		if time.Since(start) > time.Minute {
+			backoff = time.Second
+		}
+		e.log.Warn("will retry", "in", backoff, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// retryable tells the errors after which a new session may succeed: lost or
+// refused connections, a busy slot, what a sink marks retryable.
+func retryable(err error) bool {
+	var ne net.Error
+	var pgErr *pgconn.PgError
+	var connErr *pgconn.ConnectError
+	switch {
+	case errors.Is(err, sink.ErrRetryable), errors.Is(err, source.ErrSlotInUse),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.As(err, &ne), errors.As(err, &connErr), pgconn.SafeToRetry(err):
+		return true
+	case errors.As(err, &pgErr):
+		// Class 08: connection exception; 57P01..57P03: shutdown, cannot connect now.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "unexpected EOF")
+}
+
+func (c *Config) sourceConn() source.ConnConfig {
+	return source.ConnConfig{
+		URL: c.SourceURL, Slot: c.Slot, Publication: c.Publication, Tables: c.Tables,
+		Streaming: c.Streaming, TwoPhase: c.TwoPhase, StatusInterval: c.StatusInterval,
+	}
+}
+
+// openTarget connects to the target the URL names.
+func openTarget(ctx context.Context, url string) (target, error) {
+	if strings.HasPrefix(url, "mysql://") {
+		return nil, errors.New("PGRELAY_TARGET_URL: MySQL targets are not supported by this build yet: use a postgres:// target")
+	}
+	return postgres.New(ctx, url, postgres.Options{})
+}
+
+// session is one run: preflight, seed the target when needed, then stream
+// until stopped (replicate) or caught up (migrate).
+func session(ctx context.Context, e *env, migrate bool) (err error) {
+	cfg, log := e.cfg, e.log
+	cc := cfg.sourceConn()
+	pre, err := source.Preflight(ctx, cfg.SourceURL, cc)
+	if err != nil {
+		return err
+	}
+	srcConn, err := pgx.Connect(ctx, cfg.SourceURL)
+	if err != nil {
+		return fmt.Errorf("source: connect: %w", err)
+	}
+	defer srcConn.Close(context.WithoutCancel(ctx))
+	if pre.PublicationCreated {
+		log.Info("created publication", "publication", cfg.Publication)
+		if err := markPublication(ctx, srcConn, cfg.Publication); err != nil {
+			return err
+		}
+	}
+
+	tgt, err := openTarget(ctx, cfg.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+
+	unlock, err := lockSlot(ctx, cfg.TargetURL, cfg.Slot, log)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if _, err := tgt.Setup(ctx, cfg.Slot); err != nil {
+		return err
+	}
+	twoPhase := pre.ServerMajor >= 15 && cfg.TwoPhase != "off" && tgt.CanPrepare()
+	if cfg.TwoPhase == "on" && !twoPhase {
+		if pre.ServerMajor < 15 {
+			return fmt.Errorf("PGRELAY_TWO_PHASE=on: the source is PostgreSQL %d; two-phase decoding needs 15 or newer: set PGRELAY_TWO_PHASE=auto", pre.ServerMajor)
+		}
+		return errors.New("PGRELAY_TWO_PHASE=on: the target cannot hold prepared transactions: set max_prepared_transactions > 0 on it and restart it, or set PGRELAY_TWO_PHASE=auto")
+	}
+	// Prepared transactions stay two-phase only if the slot decodes them so.
+	if pre.Slot.Exists && pre.ServerMajor >= 15 && pre.Slot.TwoPhase && !twoPhase {
+		return fmt.Errorf("slot %q decodes prepared transactions at PREPARE, but the target cannot hold prepared transactions: set max_prepared_transactions > 0 on the target, or run pgrelay teardown and start again", cfg.Slot)
+	}
+
+	facts := schema.NewSourceFacts(srcConn)
+	cat := schema.NewCatalog(facts)
+	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn, progress: e.stderr}
+	repl, syncLSN, err := sd.seed(ctx)
+	if err != nil {
+		if repl != nil {
+			repl.Close(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	return stream(ctx, e, migrate, tgt, cat, repl, syncLSN, twoPhase, pre.ServerMajor, srcConn)
+}
+
+// stream applies the slot's changes from the target's stored position.
+func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN map[string]source.LSN, twoPhase bool, major int, srcConn *pgx.Conn) error {
+	cfg, log := e.cfg, e.log
+	token := randomToken()
+	caughtUp := false
+	acfg := apply.Config{
+		Slot:     cfg.Slot,
+		TwoPhase: twoPhase,
+		OnLogicalMessage: func(_ context.Context, m *source.LogicalMessage, lsn source.LSN) error {
+			if migrate && m.Prefix == markerPrefix && string(m.Content) == token {
+				caughtUp = true
+				return fmt.Errorf("caught up at %s: %w", lsn, apply.ErrStop)
+			}
+			return nil
+		},
+	}
+	if len(syncLSN) > 0 {
+		acfg.TableSyncLSN = func(t *schema.Table) source.LSN { return syncLSN[t.QualifiedName()] }
+	}
+	applier, err := apply.New(acfg, tgt, cat, log)
+	if err != nil {
+		return err
+	}
+	defer applier.Close(context.WithoutCancel(ctx))
+	startLSN, err := applier.Start(ctx)
+	if err != nil {
+		return err
+	}
+
+	// Invariant 9: the slot must still hold every change after what the target has.
+	slot, err := source.ReadSlot(ctx, srcConn, cfg.Slot)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !slot.Exists:
+		return fmt.Errorf("slot %q does not exist on the source but the target was seeded from it: changes since %s cannot be streamed; run pgrelay teardown and start again to copy the tables anew", cfg.Slot, startLSN)
+	case slot.Invalidated():
+		return fmt.Errorf("slot %q was invalidated by the source (wal_status %s %s): the WAL after %s is gone; run pgrelay teardown and start again to copy the tables anew", cfg.Slot, slot.WALStatus, slot.InvalidationReason, startLSN)
+	case slot.ConfirmedFlushLSN > startLSN:
+		return fmt.Errorf("slot %q has confirmed %s but the target holds changes only up to %s: the changes in between are missing; run pgrelay teardown and start again to copy the tables anew", cfg.Slot, slot.ConfirmedFlushLSN, startLSN)
+	}
+
+	cc := cfg.sourceConn()
+	cc.Messages = major >= 14
+	opts, err := cc.StreamOptions(major, twoPhase)
+	if err != nil {
+		return err
+	}
+	if repl == nil {
+		if repl, err = source.Connect(ctx, cfg.SourceURL); err != nil {
+			return err
+		}
+	}
+	defer repl.Close(context.WithoutCancel(ctx))
+	st, err := startWhenFree(ctx, repl, cfg, startLSN, opts, log)
+	if err != nil {
+		return err
+	}
+	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
+
+	var target source.LSN
+	if migrate {
+		if major >= 14 {
+			if target, err = source.EmitMarker(ctx, srcConn, markerPrefix, []byte(token)); err != nil {
+				return err
+			}
+		} else if target, err = source.CurrentWALLSN(ctx, srcConn); err != nil {
+			return err
+		}
+		log.Info("catching up", "to", target.String())
+	}
+
+	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStream()
+	g, gctx := errgroup.WithContext(streamCtx)
+	streamDone := make(chan error, 1)
+	go func() { streamDone <- st.Run(gctx) }()
+	applyCtx, stopApply := context.WithCancel(gctx)
+	defer stopApply()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-applyCtx.Done():
+		}
+		stopApply()
+	}()
+	if migrate && major < 14 {
+		// No logical messages before 14: done when the durable position passes
+		// the WAL position read after the copy.
+		g.Go(func() error {
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-applyCtx.Done():
+					return nil
+				case <-tick.C:
+					if applier.Durable() >= target || st.Received() >= target && applier.Durable() >= st.Received() {
+						caughtUp = true
+						stopApply()
+						return nil
+					}
+				}
+			}
+		})
+	}
+	g.Go(func() error {
+		err := apply.Run(applyCtx, st, source.NewDecoder(opts.Proto), applier)
+		if errors.Is(err, apply.ErrStop) || applyCtx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			return nil
+		}
+		if err == nil {
+			// The stream ended: its error says why.
+			if serr := <-streamDone; serr != nil {
+				streamDone <- serr
+				return serr
+			}
+			return errors.New("source: the replication stream ended")
+		}
+		return err
+	})
+	applyErr := g.Wait()
+	// Everything committed is acknowledged before the stream closes.
+	if err := applier.Flush(context.WithoutCancel(ctx)); err != nil && applyErr == nil {
+		applyErr = err
+	}
+	st.Ack(applier.Durable())
+	stopStream()
+	serr := <-streamDone
+	if applyErr == nil && serr != nil && !errors.Is(serr, context.Canceled) && ctx.Err() == nil && !caughtUp {
+		applyErr = serr
+	}
+	durable := applier.Durable()
+	if applyErr != nil {
+		log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
+		return applyErr
+	}
+	if caughtUp {
+		log.Info("caught up", "durable_lsn", durable.String(), "target_lsn", target.String())
+		fmt.Fprintf(e.stdout, "caught up: the target holds the source up to %s\n", durable)
+		return nil
+	}
+	log.Info("stopped cleanly", "durable_lsn", durable.String())
+	return nil
+}
+
+// startWhenFree starts replication, waiting while another process streams from
+// the slot (a second instance takes over when the first one dies).
+func startWhenFree(ctx context.Context, repl *source.ReplConn, cfg *Config, start source.LSN, opts source.StreamOptions, log *slog.Logger) (*source.Stream, error) {
+	warned := false
+	for {
+		st, err := repl.StartReplication(ctx, cfg.Slot, start, opts)
+		if err == nil {
+			return st, nil
+		}
+		if !errors.Is(err, source.ErrSlotInUse) {
+			return nil, err
+		}
+		if !warned {
+			log.Warn("slot is in use by another process; waiting for it to become free", "slot", cfg.Slot)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// lockSlot makes this process the only pgrelay applying to the target for the
+// slot: a session advisory lock on the target, held until unlock. A second
+// instance waits here and takes over when the first one dies.
+func lockSlot(ctx context.Context, url, slot string, log *slog.Logger) (unlock func(), err error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("target: connect: %w", err)
+	}
+	key := "pgrelay:" + slot
+	var got bool
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext($1))", key).Scan(&got); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("target: lock slot %q: %w", slot, err)
+	}
+	if !got {
+		log.Warn("another pgrelay applies this slot to the target; waiting for it to stop", "slot", slot)
+		if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock(pg_catalog.hashtext($1))", key); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("target: wait for slot %q lock: %w", slot, err)
+		}
+		log.Info("took over the slot", "slot", slot)
+	}
+	return func() { conn.Close(context.Background()) }, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// isTerminal reports whether f is a terminal (for progress display).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/apply/snapshot"
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// seeder brings the target to a state it can stream into: the slot exists and
+// the target holds a consistent copy of every published table as of a position
+// the slot streams from.
+type seeder struct {
+	cfg      *Config
+	log      *slog.Logger
+	tgt      target
+	cat      *schema.Catalog
+	facts    schema.FactReader
+	major    int
+	twoPhase bool
+	slot     source.SlotState
+	srcConn  *pgx.Conn
+	progress io.Writer
+}
+
+// seed decides what to copy from PGRELAY_SNAPSHOT, the slot and the target's
+// seed record, and copies it. It returns the replication connection that
+// created the slot when it did (streaming goes on from it), and the per-table
+// sync LSNs of tables whose copy was redone under a later snapshot.
+func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]source.LSN, error) {
+	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	states, err := s.tgt.TableStates(ctx, s.cfg.Slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	syncLSN := map[string]source.LSN{}
+	for _, st := range states {
+		if st.SyncLSN != 0 {
+			syncLSN[st.Schema+"."+st.Name] = st.SyncLSN
+		}
+	}
+	switch s.cfg.Snapshot {
+	case "never":
+		if found {
+			return nil, syncLSN, nil
+		}
+		cp := s.slot.ConfirmedFlushLSN
+		var repl *source.ReplConn
+		if !s.slot.Exists {
+			var info source.SlotInfo
+			if repl, info, err = s.createSlot(ctx, "nothing"); err != nil {
+				return repl, nil, err
+			}
+			cp = info.ConsistentPoint
+		}
+		if err := s.tgt.StartSeed(ctx, s.cfg.Slot, cp); err != nil {
+			return repl, nil, err
+		}
+		s.log.Info("PGRELAY_SNAPSHOT=never: streaming changes only, no table copy", "from", cp.String())
+		return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, cp)
+	case "auto":
+		if found && seed.SnapshotDone {
+			return nil, syncLSN, nil
+		}
+		if found {
+			return s.redo(ctx, seed, states, syncLSN)
+		}
+	}
+	// A fresh copy: PGRELAY_SNAPSHOT=always, or auto on a target never seeded.
+	if s.slot.Exists {
+		if s.slot.Active {
+			return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
+		}
+		s.log.Warn("dropping the slot to copy the tables anew under a new one", "slot", s.cfg.Slot, "reason", map[bool]string{true: "PGRELAY_SNAPSHOT=always", false: "the target holds no seed for it"}[s.cfg.Snapshot == "always"])
+		if err := source.DropSlot(ctx, s.srcConn, s.cfg.Slot); err != nil {
+			return nil, nil, err
+		}
+	}
+	repl, info, err := s.createSlot(ctx, "export")
+	if err != nil {
+		return repl, nil, err
+	}
+	if err := s.tgt.StartSeed(ctx, s.cfg.Slot, info.ConsistentPoint); err != nil {
+		return repl, nil, err
+	}
+	tables, err := s.plan(ctx, info.SnapshotName, nil)
+	if err != nil {
+		return repl, nil, err
+	}
+	if err := s.copy(ctx, info.SnapshotName, tables); err != nil {
+		return repl, nil, err
+	}
+	return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, info.ConsistentPoint)
+}
+
+// redo finishes a copy that a crash interrupted: the tables not done are
+// copied again under a new snapshot taken with a temporary slot, and changes to
+// them from before that snapshot are skipped while streaming from the slot.
+func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN map[string]source.LSN) (*source.ReplConn, map[string]source.LSN, error) {
+	if !s.slot.Exists {
+		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay teardown, then start again", s.cfg.Slot)
+	}
+	done := map[string]bool{}
+	for _, st := range states {
+		if st.State == sink.TableIndexed {
+			done[st.Schema+"."+st.Name] = true
+		}
+	}
+	temp, err := source.Connect(ctx, s.cfg.SourceURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer temp.Close(context.WithoutCancel(ctx))
+	info, err := temp.CreateSlot(ctx, fmt.Sprintf("%s_redo_%d", s.cfg.Slot, os.Getpid()%100000), source.SlotOptions{Temporary: true, Snapshot: "export"})
+	if err != nil {
+		return nil, nil, err
+	}
+	tables, err := s.plan(ctx, info.SnapshotName, done)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.log.Info("resuming an interrupted copy", "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
+	for _, t := range tables {
+		name := t.Table.QualifiedName()
+		syncLSN[name] = info.ConsistentPoint
+		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, State: sink.TablePending, SyncLSN: info.ConsistentPoint}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := s.copy(ctx, info.SnapshotName, tables); err != nil {
+		return nil, nil, err
+	}
+	return nil, syncLSN, s.tgt.MarkSeeded(ctx, s.cfg.Slot, seed.ConsistentPoint)
+}
+
+func (s *seeder) createSlot(ctx context.Context, snap string) (*source.ReplConn, source.SlotInfo, error) {
+	repl, err := source.Connect(ctx, s.cfg.SourceURL)
+	if err != nil {
+		return nil, source.SlotInfo{}, err
+	}
+	info, err := repl.CreateSlot(ctx, s.cfg.Slot, source.SlotOptions{TwoPhase: s.twoPhase, Snapshot: snap})
+	if err != nil {
+		repl.Close(context.WithoutCancel(ctx))
+		return nil, source.SlotInfo{}, err
+	}
+	s.log.Info("created slot", "slot", s.cfg.Slot, "consistent_point", info.ConsistentPoint.String(), "two_phase", s.twoPhase)
+	return repl, info, nil
+}
+
+// plan reads the published tables as the snapshot sees them, installs them in
+// the catalog and creates them on the target. Tables in skip are left out.
+func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool) ([]snapshot.Table, error) {
+	conn, err := pgx.Connect(ctx, s.cfg.SourceURL)
+	if err != nil {
+		return nil, fmt.Errorf("source: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshotName+"'"); err != nil {
+		return nil, fmt.Errorf("source: import snapshot %s: %w", snapshotName, err)
+	}
+	published, err := source.ReadPublishedTables(ctx, conn, s.cfg.Publication, s.major)
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshot.Table
+	for _, pt := range published {
+		name := pt.Relation.Namespace + "." + pt.Relation.Name
+		if skip[name] {
+			continue
+		}
+		t, _, _, err := s.cat.Apply(ctx, pt.Relation)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.tgt.EnsureTable(ctx, t, nil); err != nil {
+			return nil, err
+		}
+		out = append(out, snapshot.Table{Table: t, Published: pt, Clean: true})
+	}
+	return out, nil
+}
+
+func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table) error {
+	scfg := snapshot.Config{Slot: s.cfg.Slot, Workers: s.cfg.CopyWorkers, Log: s.log}
+	if f, ok := s.progress.(*os.File); ok && isTerminal(f) {
+		scfg.Progress = f
+	}
+	var idx schema.IndexReader
+	if r, ok := s.facts.(schema.IndexReader); ok {
+		idx = r
+	}
+	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major}, tables, s.tgt, idx)
+	return err
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// statusReport is what `pgrelay status` shows; its JSON form is for machines.
+type statusReport struct {
+	Slot struct {
+		Name              string `json:"name"`
+		Exists            bool   `json:"exists"`
+		Active            bool   `json:"active"`
+		ActivePID         int    `json:"active_pid,omitempty"`
+		WALStatus         string `json:"wal_status,omitempty"`
+		TwoPhase          bool   `json:"two_phase"`
+		ConfirmedFlushLSN string `json:"confirmed_flush_lsn,omitempty"`
+	} `json:"slot"`
+	SourceWALLSN   string       `json:"source_wal_lsn"`
+	AppliedLSN     string       `json:"applied_lsn"`
+	LastCommitTime *time.Time   `json:"last_commit_time,omitempty"`
+	LagBytes       int64        `json:"lag_bytes"`
+	LagSeconds     float64      `json:"lag_seconds"`
+	Seeded         bool         `json:"seeded"`
+	SnapshotLSN    string       `json:"snapshot_lsn,omitempty"`
+	Tables         []tableState `json:"tables"`
+}
+
+type tableState struct {
+	Table string `json:"table"`
+	State string `json:"state"`
+	Rows  int64  `json:"rows"`
+	Bytes int64  `json:"bytes"`
+}
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	asJSON := slices.Contains(args, "--json")
+	for _, a := range args {
+		if a != "--json" {
+			return &usageError{fmt.Errorf("status: unknown argument %q: the only option is --json", a)}
+		}
+	}
+	cfg := e.cfg
+	src, err := pgx.Connect(ctx, cfg.SourceURL)
+	if err != nil {
+		return fmt.Errorf("source: connect: %w", err)
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	tgt, err := openTarget(ctx, cfg.TargetURL)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+
+	var r statusReport
+	slot, err := source.ReadSlot(ctx, src, cfg.Slot)
+	if err != nil {
+		return err
+	}
+	r.Slot.Name, r.Slot.Exists, r.Slot.Active, r.Slot.ActivePID = cfg.Slot, slot.Exists, slot.Active, slot.ActivePID
+	r.Slot.WALStatus, r.Slot.TwoPhase = slot.WALStatus, slot.TwoPhase
+	if slot.Exists {
+		r.Slot.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
+	}
+	walLSN, err := source.CurrentWALLSN(ctx, src)
+	if err != nil {
+		return err
+	}
+	r.SourceWALLSN = walLSN.String()
+
+	// A target pgrelay never wrote to has no metadata: report it unseeded.
+	var hasMeta bool
+	if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta)
+	}); err != nil {
+		return err
+	}
+	var p sink.Progress
+	if hasMeta {
+		if p, err = tgt.Progress(ctx, cfg.Slot); err != nil {
+			return err
+		}
+		seed, found, err := tgt.Seed(ctx, cfg.Slot)
+		if err != nil {
+			return err
+		}
+		r.Seeded = found && seed.SnapshotDone
+		if found {
+			r.SnapshotLSN = seed.ConsistentPoint.String()
+		}
+		states, err := tgt.TableStates(ctx, cfg.Slot)
+		if err != nil {
+			return err
+		}
+		for _, st := range states {
+			r.Tables = append(r.Tables, tableState{Table: st.Schema + "." + st.Name, State: st.State, Rows: st.Rows, Bytes: st.Bytes})
+		}
+	}
+	r.AppliedLSN = p.LSN.String()
+	if !p.CommitTime.IsZero() {
+		t := p.CommitTime.UTC()
+		r.LastCommitTime = &t
+	}
+	if walLSN > p.LSN {
+		r.LagBytes = int64(walLSN - p.LSN)
+		if !p.CommitTime.IsZero() {
+			r.LagSeconds = time.Since(p.CommitTime).Seconds()
+		}
+	}
+	if r.Tables == nil {
+		r.Tables = []tableState{}
+	}
+
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	slotLine := "missing"
+	if slot.Exists {
+		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
+		if slot.Active {
+			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
+		} else {
+			slotLine += ", idle"
+		}
+	}
+	fmt.Fprintf(w, "slot\t%s: %s\n", cfg.Slot, slotLine)
+	fmt.Fprintf(w, "source WAL\t%s\n", r.SourceWALLSN)
+	fmt.Fprintf(w, "applied\t%s\n", r.AppliedLSN)
+	fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", r.LagBytes, r.LagSeconds)
+	seeded := "no"
+	if r.Seeded {
+		seeded = "yes, snapshot at " + r.SnapshotLSN
+	} else if r.SnapshotLSN != "" {
+		seeded = "copy in progress or interrupted (snapshot at " + r.SnapshotLSN + ")"
+	}
+	fmt.Fprintf(w, "seeded\t%s\n", seeded)
+	if len(r.Tables) > 0 {
+		fmt.Fprintf(w, "\nTABLE\tSTATE\tROWS\tMB\n")
+		for _, t := range r.Tables {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", t.Table, t.State, t.Rows, float64(t.Bytes)/(1<<20))
+		}
+	}
+	return w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// withTargetConn runs fn on a short-lived plain connection to the target.
+func withTargetConn(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("target: connect: %w", err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return fn(c)
+}

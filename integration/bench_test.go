@@ -1,0 +1,523 @@
+package integration
+
+// End-to-end benchmarks of issue 3: pgrelay side by side with PostgreSQL's own
+// tools on the same data, in one run, on dedicated PostgreSQL 15 servers with
+// the harness's settings (fsync off, wal_level logical, ...), source and
+// targets in separate postmasters on this machine.
+//
+//	go test -run '^$' -bench 'Drain|Snapshot' -benchtime=1x -timeout 40m ./integration/ -v
+//
+// BenchmarkDrain: one pgbench backlog (100000 TPC-B transactions) held by
+// three slots, drained by pg_recvlogical to /dev/null (the ceiling), by a
+// native subscription (the peer) and by `pgrelay migrate`.
+//
+// BenchmarkSnapshot: a pgbench -s 20 database copied into fresh targets by
+// `pgrelay migrate`, by a native subscription's initial table sync, and by
+// pg_dump | psql.
+//
+// Each runs its scenario once per b.N (use -benchtime=1x); ns/op is pgrelay's
+// time, the other figures are metrics, and a markdown table of them goes to
+// stdout. With PGRELAY_BENCH_PERF=<dir>, perf records pgrelay's CPU profile
+// (call graphs) into <dir>/<benchmark>.perf.data.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgrelay/pgrelay/integration/harness"
+)
+
+// benchMajor is the PostgreSQL major of every server in these benchmarks.
+const benchMajor = 15
+
+// benchDrainClients, benchDrainTxPerClient: the pgbench load of BenchmarkDrain.
+const (
+	benchDrainScale       = 10
+	benchDrainClients     = 4
+	benchDrainThreads     = 2
+	benchDrainTxPerClient = 25000
+	benchDrainTx          = benchDrainClients * benchDrainTxPerClient
+	benchSnapshotScale    = 20
+	benchPublication      = "bench_pub"
+)
+
+// benchChecksum summarizes the pgbench tables: equal on source and target
+// when every transaction was applied exactly once.
+const benchChecksum = `SELECT (SELECT count(*) FROM public.pgbench_accounts) || '/' ||
+	(SELECT coalesce(sum(abalance), 0) FROM public.pgbench_accounts) || '/' ||
+	(SELECT coalesce(sum(tbalance), 0) FROM public.pgbench_tellers) || '/' ||
+	(SELECT coalesce(sum(bbalance), 0) FROM public.pgbench_branches) || '/' ||
+	(SELECT count(*) FROM public.pgbench_history) || '/' ||
+	(SELECT coalesce(sum(delta), 0) FROM public.pgbench_history)`
+
+// benchProc is what one run of a program cost.
+type benchProc struct {
+	wall   time.Duration
+	cpu    time.Duration // user + system
+	maxRSS int64         // bytes
+	stdout string
+	stderr string
+}
+
+// benchBuildPgrelay compiles pgrelay into a temporary directory.
+func benchBuildPgrelay(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "pgrelay")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/pgrelay/pgrelay/cmd/pgrelay")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build pgrelay: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// benchTool is the path of a PostgreSQL 15 client program.
+func benchTool(b *testing.B, name string) string {
+	b.Helper()
+	dir, err := harness.ClientBinaries()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(dir, name)
+}
+
+// benchBaseEnv is the environment without PG* and PGRELAY_* variables.
+func benchBaseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// benchLibpqEnv points libpq programs at pg's database.
+func benchLibpqEnv(pg *harness.PG) []string {
+	return append(benchBaseEnv(),
+		"PGHOST="+pg.Host, "PGPORT="+strconv.Itoa(pg.Port), "PGUSER="+pg.User,
+		"PGPASSWORD="+pg.Password, "PGDATABASE="+pg.DB, "PGSSLMODE=disable")
+}
+
+// benchPgrelayEnv configures pgrelay to copy src into tgt through slot.
+func benchPgrelayEnv(src, tgt *harness.PG, slot, snapshot string) []string {
+	return append(benchBaseEnv(),
+		"PGRELAY_SOURCE_URL="+src.URL(), "PGRELAY_TARGET_URL="+tgt.URL(),
+		"PGRELAY_SLOT="+slot, "PGRELAY_PUBLICATION="+benchPublication,
+		"PGRELAY_SNAPSHOT="+snapshot, "PGRELAY_LOG_FORMAT=json")
+}
+
+// benchConnInfo is a libpq key=value string for CREATE SUBSCRIPTION.
+func benchConnInfo(pg *harness.PG) string {
+	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=%s sslmode=disable", pg.Host, pg.Port, pg.DB, pg.User, pg.Password)
+}
+
+// benchRun runs a program to completion and fails the benchmark if it fails.
+func benchRun(b *testing.B, timeout time.Duration, env []string, perfName string, argv ...string) benchProc {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", filepath.Base(argv[0]), err)
+	}
+	stopPerf := benchPerf(b, perfName, cmd.Process.Pid)
+	err := cmd.Wait()
+	p := benchProc{wall: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
+	stopPerf()
+	if err != nil {
+		b.Fatalf("%s %s: %v (after %v)\nstdout:\n%s\nstderr:\n%s", filepath.Base(argv[0]), strings.Join(argv[1:], " "), err, p.wall.Round(time.Millisecond), benchTail(p.stdout), benchTail(p.stderr))
+	}
+	benchUsage(&p, cmd.ProcessState)
+	return p
+}
+
+func benchUsage(p *benchProc, ps *os.ProcessState) {
+	p.cpu = ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		p.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+}
+
+// benchPerf attaches perf to pid when PGRELAY_BENCH_PERF names a directory;
+// the returned function ends the recording.
+func benchPerf(b *testing.B, name string, pid int) func() {
+	dir := os.Getenv("PGRELAY_BENCH_PERF")
+	if dir == "" || name == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatalf("PGRELAY_BENCH_PERF=%s: %v", dir, err)
+	}
+	out := filepath.Join(dir, name+".perf.data")
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", out)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("PGRELAY_BENCH_PERF: start perf: %v", err)
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		b.Logf("perf profile of %s: %s (perf report -i %s)", name, out, out)
+	}
+}
+
+// benchPipe runs `from | to` and returns the wall time of the pair.
+func benchPipe(b *testing.B, timeout time.Duration, fromEnv []string, from []string, toEnv []string, to []string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := exec.CommandContext(ctx, from[0], from[1:]...)
+	dst := exec.CommandContext(ctx, to[0], to[1:]...)
+	src.Env, dst.Env = fromEnv, toEnv
+	var srcErr, dstOut bytes.Buffer
+	src.Stdout, src.Stderr = w, &srcErr
+	dst.Stdin, dst.Stdout, dst.Stderr = r, &dstOut, &dstOut
+	start := time.Now()
+	if err := src.Start(); err != nil {
+		b.Fatalf("start %s: %v", filepath.Base(from[0]), err)
+	}
+	if err := dst.Start(); err != nil {
+		_ = src.Process.Kill()
+		b.Fatalf("start %s: %v", filepath.Base(to[0]), err)
+	}
+	_ = w.Close()
+	_ = r.Close()
+	errSrc, errDst := src.Wait(), dst.Wait()
+	took := time.Since(start)
+	if errSrc != nil || errDst != nil {
+		b.Fatalf("%s | %s: %v, %v\n%s\n%s", strings.Join(from, " "), strings.Join(to, " "), errSrc, errDst, benchTail(srcErr.String()), benchTail(dstOut.String()))
+	}
+	return took
+}
+
+// benchWait polls cond every interval until it holds, failing after timeout.
+func benchWait(b *testing.B, timeout, interval time.Duration, what string, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(interval)
+	}
+}
+
+func benchTail(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func benchMB(bytes int64) float64 { return float64(bytes) / (1 << 20) }
+
+// benchPgbenchInit fills pg with pgbench's tables at scale.
+func benchPgbenchInit(b *testing.B, pg *harness.PG, scale int) {
+	b.Helper()
+	benchRun(b, 20*time.Minute, benchLibpqEnv(pg), "", benchTool(b, "pgbench"), "-i", "-q", "-s", strconv.Itoa(scale))
+}
+
+// benchSeedWithoutCopy runs `pgrelay replicate` with PGRELAY_SNAPSHOT=never so
+// it creates slot and records the target as seeded from the slot's
+// consistent point, waits until it streams, and stops it.
+func benchSeedWithoutCopy(b *testing.B, bin string, src, tgt *harness.PG, slot string) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "replicate")
+	cmd.Env = benchPgrelayEnv(src, tgt, slot, "never")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start pgrelay replicate: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for src.QueryString(b, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL", slot) != "1" {
+		select {
+		case err := <-exited:
+			b.Fatalf("pgrelay replicate exited before streaming: %v\n%s", err, benchTail(out.String()))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			b.Fatalf("pgrelay replicate did not start streaming from slot %s within 2m\n%s", slot, benchTail(out.String()))
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-exited; err != nil {
+		b.Fatalf("pgrelay replicate did not stop cleanly on SIGTERM: %v\n%s", err, benchTail(out.String()))
+	}
+	if !strings.Contains(out.String(), "stopped cleanly") {
+		b.Fatalf("pgrelay replicate output lacks \"stopped cleanly\":\n%s", benchTail(out.String()))
+	}
+}
+
+// benchDrainResult is one run of BenchmarkDrain.
+type benchDrainResult struct {
+	sourceTPS       float64
+	backlogBytes    int64
+	ceiling, native time.Duration
+	pgrelay         benchProc
+}
+
+func BenchmarkDrain(b *testing.B) {
+	bin := benchBuildPgrelay(b)
+	var runs []benchDrainResult
+	for i := 0; i < b.N; i++ {
+		runs = append(runs, benchDrainOnce(b, bin, i))
+	}
+	var ceiling, native, relay, cpu time.Duration
+	var rss int64
+	for _, r := range runs {
+		ceiling += r.ceiling
+		native += r.native
+		relay += r.pgrelay.wall
+		cpu += r.pgrelay.cpu
+		rss = max(rss, r.pgrelay.maxRSS)
+	}
+	n := float64(len(runs))
+	tps := func(d time.Duration) float64 { return benchDrainTx * n / d.Seconds() }
+	b.ReportMetric(float64(relay.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(tps(ceiling), "ceiling-tx/s")
+	b.ReportMetric(tps(native), "native-tx/s")
+	b.ReportMetric(tps(relay), "pgrelay-tx/s")
+	b.ReportMetric(tps(relay)/tps(native), "pgrelay/native")
+	b.ReportMetric(tps(relay)/tps(ceiling), "pgrelay/ceiling")
+	b.ReportMetric(benchMB(rss), "pgrelay-peak-RSS-MB")
+	b.ReportMetric(cpu.Seconds()/n, "pgrelay-CPU-s")
+
+	last := runs[len(runs)-1]
+	var t strings.Builder
+	fmt.Fprintf(&t, "\nDrain: %d pgbench TPC-B transactions (scale %d, -c %d -j %d) held by three slots, %.0f MB of WAL; PostgreSQL %d source and targets on one %d-core machine; the source made %.0f tx/s.\n\n",
+		benchDrainTx, benchDrainScale, benchDrainClients, benchDrainThreads, benchMB(last.backlogBytes), benchMajor, benchCPUs(), last.sourceTPS)
+	t.WriteString("| consumer | seconds | tx/s | pgrelay is |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(&t, "| pg_recvlogical → /dev/null (ceiling) | %.1f | %.0f | %.2f× |\n", last.ceiling.Seconds(), benchDrainTx/last.ceiling.Seconds(), last.ceiling.Seconds()/last.pgrelay.wall.Seconds())
+	fmt.Fprintf(&t, "| CREATE SUBSCRIPTION (native apply) | %.1f | %.0f | %.2f× |\n", last.native.Seconds(), benchDrainTx/last.native.Seconds(), last.native.Seconds()/last.pgrelay.wall.Seconds())
+	fmt.Fprintf(&t, "| pgrelay migrate | %.1f | %.0f | 1.00× |\n", last.pgrelay.wall.Seconds(), benchDrainTx/last.pgrelay.wall.Seconds())
+	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.1f s.\n", benchMB(last.pgrelay.maxRSS), last.pgrelay.cpu.Seconds())
+	fmt.Print(t.String())
+}
+
+func benchCPUs() int {
+	out, err := exec.Command("nproc").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
+	b.Helper()
+	var r benchDrainResult
+	src := harness.Postgres(b, benchMajor, harness.Dedicated())
+	nativeTgt := harness.Postgres(b, benchMajor, harness.Dedicated())
+	relayTgt := harness.Postgres(b, benchMajor, harness.Dedicated())
+	for _, pg := range []*harness.PG{src, nativeTgt, relayTgt} {
+		benchPgbenchInit(b, pg, benchDrainScale)
+	}
+	src.Exec(b, "CREATE PUBLICATION "+benchPublication+" FOR ALL TABLES")
+	seeded := src.QueryString(b, benchChecksum)
+	for _, pg := range []*harness.PG{nativeTgt, relayTgt} {
+		if got := pg.QueryString(b, benchChecksum); got != seeded {
+			b.Fatalf("target seeded unlike the source: %s, source %s", got, seeded)
+		}
+	}
+
+	// Three slots before the load, so each holds the same backlog.
+	slotCeiling, slotNative, slotRelay := fmt.Sprintf("bench_ceiling_%d", iter), fmt.Sprintf("bench_native_%d", iter), fmt.Sprintf("bench_pgrelay_%d", iter)
+	src.Exec(b, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slotCeiling)
+	src.Exec(b, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slotNative)
+	benchSeedWithoutCopy(b, bin, src, relayTgt, slotRelay)
+	nativeTgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (create_slot = false, slot_name = '%s', copy_data = false, enabled = false)",
+		benchConnInfo(src), benchPublication, slotNative))
+	src.Exec(b, "CHECKPOINT")
+
+	load := benchRun(b, 30*time.Minute, benchLibpqEnv(src), "", benchTool(b, "pgbench"), "-n",
+		"-c", strconv.Itoa(benchDrainClients), "-j", strconv.Itoa(benchDrainThreads), "-t", strconv.Itoa(benchDrainTxPerClient))
+	r.sourceTPS = benchDrainTx / load.wall.Seconds()
+	endLSN := src.QueryString(b, "SELECT pg_current_wal_lsn()")
+	want := src.QueryString(b, benchChecksum)
+	backlog, err := strconv.ParseInt(src.QueryString(b, "SELECT pg_wal_lsn_diff($1::pg_lsn, confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $2", endLSN, slotCeiling), 10, 64)
+	if err != nil {
+		b.Fatalf("backlog size: %v", err)
+	}
+	r.backlogBytes = backlog
+	b.Logf("backlog: %d transactions in %.0f MB of WAL up to %s; source %.0f tx/s", benchDrainTx, benchMB(backlog), endLSN, r.sourceTPS)
+
+	// (1) The ceiling: the walsender decoding into pg_recvlogical.
+	ceil := benchRun(b, 30*time.Minute, benchLibpqEnv(src), "", benchTool(b, "pg_recvlogical"),
+		"-d", src.DB, "--start", "-S", slotCeiling, "-E", endLSN, "-f", "/dev/null", "-F", "0", "--no-loop",
+		"-o", "proto_version=3", "-o", "publication_names="+benchPublication)
+	r.ceiling = ceil.wall
+	b.Logf("pg_recvlogical: %v", r.ceiling.Round(time.Millisecond))
+
+	// (2) The peer: PostgreSQL's own subscription, done when its slot has
+	// confirmed the end of the backlog.
+	start := time.Now()
+	nativeTgt.Exec(b, "ALTER SUBSCRIPTION bench_sub ENABLE")
+	benchWait(b, 60*time.Minute, 20*time.Millisecond, "the native subscription to confirm "+endLSN, func() bool {
+		return src.QueryString(b, "SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2", endLSN, slotNative) == "true"
+	})
+	r.native = time.Since(start)
+	nativeTgt.Exec(b, "ALTER SUBSCRIPTION bench_sub DISABLE")
+	if got := nativeTgt.QueryString(b, benchChecksum); got != want {
+		b.Fatalf("native subscription target checksum %s, source %s", got, want)
+	}
+	b.Logf("native subscription: %v", r.native.Round(time.Millisecond))
+
+	// (3) pgrelay migrate: seeded, so it streams the backlog, applies up to a
+	// marker written after it and exits.
+	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, slotRelay, "auto"), "drain", bin, "migrate")
+	if !strings.Contains(r.pgrelay.stdout, "caught up") {
+		b.Fatalf("pgrelay migrate did not report catching up:\n%s\n%s", r.pgrelay.stdout, benchTail(r.pgrelay.stderr))
+	}
+	if got := relayTgt.QueryString(b, benchChecksum); got != want {
+		b.Fatalf("pgrelay target checksum %s, source %s", got, want)
+	}
+	b.Logf("pgrelay migrate: %v, CPU %v, peak RSS %.0f MB", r.pgrelay.wall.Round(time.Millisecond), r.pgrelay.cpu.Round(time.Millisecond), benchMB(r.pgrelay.maxRSS))
+	return r
+}
+
+// benchSnapshotResult is one run of BenchmarkSnapshot.
+type benchSnapshotResult struct {
+	dataBytes           int64
+	pgrelay             benchProc
+	native, dumpRestore time.Duration
+}
+
+func BenchmarkSnapshot(b *testing.B) {
+	bin := benchBuildPgrelay(b)
+	var runs []benchSnapshotResult
+	for i := 0; i < b.N; i++ {
+		runs = append(runs, benchSnapshotOnce(b, bin, i))
+	}
+	var relay, native, dump, cpu time.Duration
+	var rss, data int64
+	for _, r := range runs {
+		relay += r.pgrelay.wall
+		native += r.native
+		dump += r.dumpRestore
+		cpu += r.pgrelay.cpu
+		rss = max(rss, r.pgrelay.maxRSS)
+		data += r.dataBytes
+	}
+	n := float64(len(runs))
+	mbps := func(d time.Duration) float64 { return benchMB(data) / d.Seconds() }
+	b.ReportMetric(float64(relay.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(relay.Seconds()/n, "pgrelay-s")
+	b.ReportMetric(native.Seconds()/n, "native-s")
+	b.ReportMetric(dump.Seconds()/n, "dump-restore-s")
+	b.ReportMetric(mbps(relay), "pgrelay-MB/s")
+	b.ReportMetric(mbps(native), "native-MB/s")
+	b.ReportMetric(mbps(dump), "dump-restore-MB/s")
+	b.ReportMetric(native.Seconds()/relay.Seconds(), "pgrelay/native")
+	b.ReportMetric(dump.Seconds()/relay.Seconds(), "pgrelay/dump-restore")
+	b.ReportMetric(benchMB(rss), "pgrelay-peak-RSS-MB")
+	b.ReportMetric(cpu.Seconds()/n, "pgrelay-CPU-s")
+
+	last := runs[len(runs)-1]
+	var t strings.Builder
+	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d, %.0f MB of table data (heap and TOAST, without indexes), PostgreSQL %d source and targets on one %d-core machine; every copy ends with the tables' primary keys built.\n\n",
+		benchSnapshotScale, benchMB(last.dataBytes), benchMajor, benchCPUs())
+	t.WriteString("| copy | seconds | MB/s | pgrelay is |\n|---|---:|---:|---:|\n")
+	row := func(name string, d time.Duration) {
+		fmt.Fprintf(&t, "| %s | %.1f | %.0f | %.2f× |\n", name, d.Seconds(), benchMB(last.dataBytes)/d.Seconds(), d.Seconds()/last.pgrelay.wall.Seconds())
+	}
+	row("pg_dump | psql", last.dumpRestore)
+	row("CREATE SUBSCRIPTION (native initial sync)", last.native)
+	row("pgrelay migrate", last.pgrelay.wall)
+	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.1f s.\n", benchMB(last.pgrelay.maxRSS), last.pgrelay.cpu.Seconds())
+	fmt.Print(t.String())
+}
+
+func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
+	b.Helper()
+	var r benchSnapshotResult
+	src := harness.Postgres(b, benchMajor, harness.Dedicated())
+	relayTgt := harness.Postgres(b, benchMajor, harness.Dedicated())
+	nativeTgt := harness.Postgres(b, benchMajor, harness.Dedicated())
+	dumpTgt := harness.Postgres(b, benchMajor, harness.Dedicated())
+	benchPgbenchInit(b, src, benchSnapshotScale)
+	src.Exec(b, "CREATE PUBLICATION "+benchPublication+" FOR ALL TABLES")
+	src.Exec(b, "CHECKPOINT")
+	data, err := strconv.ParseInt(src.QueryString(b, `SELECT sum(pg_catalog.pg_table_size(c.oid))::bigint FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'`), 10, 64)
+	if err != nil {
+		b.Fatalf("table size: %v", err)
+	}
+	r.dataBytes = data
+	want := src.QueryString(b, benchChecksum)
+	b.Logf("source: %.0f MB of table data, checksum %s", benchMB(data), want)
+	pkCount := func(pg *harness.PG) string {
+		return pg.QueryString(b, "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary AND i.indisvalid")
+	}
+	wantPKs := pkCount(src)
+
+	// (1) pgrelay migrate into an empty database: slot, copy, indexes, catch up.
+	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, fmt.Sprintf("bench_snap_%d", iter), "auto"), "snapshot", bin, "migrate")
+	if got := relayTgt.QueryString(b, benchChecksum); got != want {
+		b.Fatalf("pgrelay target checksum %s, source %s", got, want)
+	}
+	if got := pkCount(relayTgt); got != wantPKs {
+		b.Fatalf("pgrelay target has %s primary keys, the source %s", got, wantPKs)
+	}
+	b.Logf("pgrelay migrate: %v, CPU %v, peak RSS %.0f MB", r.pgrelay.wall.Round(time.Millisecond), r.pgrelay.cpu.Round(time.Millisecond), benchMB(r.pgrelay.maxRSS))
+
+	// (2) Native initial table sync into tables created by pg_dump -s.
+	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
+		benchLibpqEnv(nativeTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
+	start := time.Now()
+	nativeTgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (copy_data = true, slot_name = 'bench_native_sync_%d')",
+		benchConnInfo(src), benchPublication, iter))
+	benchWait(b, 60*time.Minute, 50*time.Millisecond, "the native subscription's tables to be ready", func() bool {
+		return nativeTgt.QueryString(b, "SELECT count(*) = 4 AND bool_and(srsubstate = 'r') FROM pg_catalog.pg_subscription_rel") == "true"
+	})
+	r.native = time.Since(start)
+	if got := nativeTgt.QueryString(b, benchChecksum); got != want {
+		b.Fatalf("native subscription target checksum %s, source %s", got, want)
+	}
+	nativeTgt.Exec(b, "DROP SUBSCRIPTION bench_sub")
+	b.Logf("native initial sync: %v", r.native.Round(time.Millisecond))
+
+	// (3) pg_dump | psql: schema and data into an empty database.
+	r.dumpRestore = benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
+		benchLibpqEnv(dumpTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
+	if got := dumpTgt.QueryString(b, benchChecksum); got != want {
+		b.Fatalf("pg_dump | psql target checksum %s, source %s", got, want)
+	}
+	if got := pkCount(dumpTgt); got != wantPKs {
+		b.Fatalf("pg_dump | psql target has %s primary keys, the source %s", got, wantPKs)
+	}
+	b.Logf("pg_dump | psql: %v", r.dumpRestore.Round(time.Millisecond))
+	return r
+}

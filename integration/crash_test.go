@@ -1,0 +1,520 @@
+package integration
+
+// Crash tests: pgrelay is killed with SIGKILL at random moments and started
+// again; afterwards the target must equal the source, with no row missing and
+// none applied twice. Also: a row the target rejects, and a target that goes
+// away for a while.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/integration/harness"
+)
+
+// e2eKillDelay is a random wait before a kill: 50–800ms.
+func e2eKillDelay(rng *rand.Rand) time.Duration {
+	return time.Duration(50+rng.IntN(751)) * time.Millisecond
+}
+
+// e2eProgress is the slot's stored position on the target; 0 when none is
+// stored yet.
+func e2eProgress(t testing.TB, e *e2eEnv) pglogrepl.LSN {
+	t.Helper()
+	if e.tgt.QueryString(t, "SELECT to_regclass('pgrelay.progress') IS NOT NULL") != "t" {
+		return 0
+	}
+	s := e.tgt.QueryString(t, "SELECT coalesce((SELECT lsn::text FROM pgrelay.progress WHERE slot = $1), '0/0')", e.slot)
+	return e2eLSN(t, "pgrelay.progress", s)
+}
+
+// e2eConfirmed is the slot's confirmed_flush_lsn on the source; 0 without a slot.
+func e2eConfirmed(t testing.TB, e *e2eEnv) pglogrepl.LSN {
+	t.Helper()
+	s := e.src.QueryString(t, "SELECT coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1), '0/0')", e.slot)
+	return e2eLSN(t, "confirmed_flush_lsn", s)
+}
+
+// e2eCrashCheck runs after a kill: the stored position never goes back, and
+// the source was never told more than the target durably holds (invariant 2).
+func e2eCrashCheck(t testing.TB, e *e2eEnv, last *pglogrepl.LSN, round int) {
+	t.Helper()
+	progress := e2eProgress(t, e)
+	if progress < *last {
+		t.Errorf("kill %d: stored progress went back from %s to %s", round, *last, progress)
+	}
+	*last = progress
+	if progress == 0 {
+		return
+	}
+	if confirmed := e2eConfirmed(t, e); confirmed > progress {
+		t.Errorf("kill %d: slot confirmed %s, past what the target holds (%s): feedback before durability", round, confirmed, progress)
+	}
+}
+
+// TestCrashContinuousWriter: small transactions keep coming while replicate
+// is killed and restarted again and again.
+func TestCrashContinuousWriter(t *testing.T) {
+	e2eEachMajor(t, testCrashContinuousWriter)
+}
+
+func testCrashContinuousWriter(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, e2eChurnSchema(20000))
+	rng := e2eRand(t)
+	w := e2eStartWriter(t, e.src, rng, 20001)
+
+	kills := 8 + rng.IntN(8)
+	var last pglogrepl.LSN
+	streamed := 0
+	for i := 1; i <= kills; i++ {
+		p := e.start("replicate")
+		if rng.IntN(2) == 0 {
+			// Half of the kills hit a streaming applier, the others any moment
+			// from start-up on (preflight, the copy, resuming).
+			p.waitLog(t, "streaming", time.Minute)
+			streamed++
+		}
+		time.Sleep(e2eKillDelay(rng))
+		if p.exited() {
+			t.Fatalf("kill %d: replicate exited by itself (%v); log:\n%s", i, p.err, p.logs())
+		}
+		p.kill()
+		e2eCrashCheck(t, e, &last, i)
+	}
+	txns := w.stop(t)
+	final := e.start("replicate")
+	e2eSync(t, e, final, 3*time.Minute)
+	e2eCompare(t, e)
+	if code := final.term(t, time.Minute); code != 0 {
+		t.Errorf("final replicate exited %d after SIGTERM; log:\n%s", code, final.logs())
+	}
+	t.Logf("%d kills (%d while streaming), %d writer transactions", kills, streamed, txns)
+}
+
+// TestCrashStreamedTransaction: kills while a large transaction is streamed
+// from the source and applied (200k rows, a savepoint rolled back).
+func TestCrashStreamedTransaction(t *testing.T) {
+	e2eEachMajor(t, testCrashStreamedTransaction)
+}
+
+func testCrashStreamedTransaction(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE bulk (id int PRIMARY KEY, part text NOT NULL, pad text); CREATE TABLE side (id int PRIMARY KEY)")
+	rng := e2eRand(t)
+
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+
+	conn, err := pgx.Connect(e2eCtx(t, time.Minute), e.src.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	committed := make(chan error, 1)
+	go func() {
+		ctx := context.Background()
+		var err error
+		for _, sql := range []string{
+			"BEGIN",
+			"INSERT INTO bulk SELECT i, 'a', repeat('p', 20) FROM generate_series(1, 100000) i",
+			"SAVEPOINT s",
+			"INSERT INTO bulk SELECT i, 'rolled back', NULL FROM generate_series(100001, 150000) i",
+			"UPDATE bulk SET part = 'rolled back too' WHERE id <= 5000",
+			"ROLLBACK TO SAVEPOINT s",
+			"INSERT INTO bulk SELECT i, 'b', repeat('q', 20) FROM generate_series(150001, 250000) i",
+			"UPDATE bulk SET part = 'c' WHERE id % 1000 = 0",
+			"DELETE FROM bulk WHERE id % 777 = 0",
+			"COMMIT",
+		} {
+			if _, err = conn.Exec(ctx, sql); err != nil {
+				err = fmt.Errorf("%s: %w", sql, err)
+				break
+			}
+		}
+		committed <- err
+	}()
+
+	var last pglogrepl.LSN
+	done, afterCommit := false, 0
+	kills := 0
+	for kills < 8 || afterCommit < 4 {
+		if kills >= 25 {
+			break
+		}
+		time.Sleep(e2eKillDelay(rng))
+		if p.exited() {
+			t.Fatalf("kill %d: replicate exited by itself (%v); log:\n%s", kills+1, p.err, p.logs())
+		}
+		p.kill()
+		kills++
+		if done {
+			afterCommit++
+		}
+		select {
+		case err := <-committed:
+			if err != nil {
+				t.Fatalf("big transaction: %v", err)
+			}
+			done = true
+		default:
+		}
+		e2eCrashCheck(t, e, &last, kills)
+		p = e.start("replicate")
+	}
+	if !done {
+		if err := <-committed; err != nil {
+			t.Fatalf("big transaction: %v", err)
+		}
+	}
+	e.src.Exec(t, "INSERT INTO side VALUES (1)")
+	e2eSync(t, e, p, 4*time.Minute)
+	if got, want := e.tgt.QueryString(t, "SELECT count(*) FROM public.bulk"), e.src.QueryString(t, "SELECT count(*) FROM public.bulk"); got != want || want != "199744" {
+		t.Errorf("target holds %s bulk rows, source %s, want 199744", got, want)
+	}
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("final replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	t.Logf("%d kills, %d after the commit", kills, afterCommit)
+}
+
+// TestCrashTwoPhase: kills around PREPARE TRANSACTION, with the source
+// finishing the transaction while pgrelay is down or after it is back.
+func TestCrashTwoPhase(t *testing.T) {
+	e2eEachMajor(t, func(t *testing.T, major int) {
+		if major < 15 {
+			t.Logf("PostgreSQL %d decodes prepared transactions only at COMMIT PREPARED for pgoutput; nothing to test", major)
+			return
+		}
+		testCrashTwoPhase(t, major)
+	})
+}
+
+func testCrashTwoPhase(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE tp (id int PRIMARY KEY, round int, v text)")
+	rng := e2eRand(t)
+	conn := e.src.Conn(t)
+	ctx := e2eCtx(t, 5*time.Minute)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	targetGID := func(gid string) string {
+		t.Helper()
+		xid := e.src.QueryString(t, "SELECT transaction::text FROM pg_prepared_xacts WHERE gid = $1", gid)
+		return fmt.Sprintf("pgrelay_%s_%s", e.slot, xid)
+	}
+
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	want := 0
+
+	// The case of the brief: killed right after the target shows the prepared
+	// transaction, COMMIT PREPARED while pgrelay is down.
+	gid := "e2e_" + e.slot + "_0"
+	exec("BEGIN")
+	exec("INSERT INTO tp SELECT i, 0, 'r0' FROM generate_series(1, 100) i")
+	exec("PREPARE TRANSACTION '" + gid + "'")
+	tgid := targetGID(gid)
+	e2eWaitTarget(t, e, p, time.Minute, "prepared "+tgid, "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE gid = $1", tgid)
+	p.kill()
+	e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
+	want += 100
+	p = e.start("replicate")
+	e2eWaitTarget(t, e, p, time.Minute, "rows of round 0", "SELECT count(*) = 100 FROM public.tp WHERE round = 0")
+	e2eWaitTarget(t, e, p, time.Minute, "no prepared transaction", "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE database = current_database()")
+
+	// Killed while prepared, restarted with the transaction still prepared on
+	// both sides: the restart must keep exactly the one target transaction.
+	gid = "e2e_" + e.slot + "_1"
+	exec("BEGIN")
+	exec("INSERT INTO tp SELECT i, 1, 'r1' FROM generate_series(1001, 1050) i")
+	exec("PREPARE TRANSACTION '" + gid + "'")
+	tgid = targetGID(gid)
+	e2eWaitTarget(t, e, p, time.Minute, "prepared "+tgid, "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE gid = $1", tgid)
+	p.kill()
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", time.Minute)
+	e.src.Exec(t, "INSERT INTO tp VALUES (5000, -1, 'while prepared')")
+	want++
+	e2eSync(t, e, p, time.Minute)
+	if got := e2eTargetPrepared(t, e); got != tgid {
+		t.Errorf("after a restart with %s prepared, the target holds %q", tgid, got)
+	}
+	e.src.Exec(t, "ROLLBACK PREPARED '"+gid+"'")
+	e2eWaitTarget(t, e, p, time.Minute, "no prepared transaction", "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE database = current_database()")
+
+	// Random rounds: the kill lands before, during or after the prepare is
+	// applied, and the source commits or rolls back before or after the restart.
+	rounds := 6 + rng.IntN(4)
+	for r := 2; r < 2+rounds; r++ {
+		gid = fmt.Sprintf("e2e_%s_%d", e.slot, r)
+		exec("BEGIN")
+		rows := 20
+		if rng.IntN(3) == 0 {
+			rows = 3000 // streamed (Stream Prepare)
+		}
+		exec(fmt.Sprintf("INSERT INTO tp SELECT i, %d, repeat('x', 50) FROM generate_series(%d, %d) i", r, r*10000, r*10000+rows-1))
+		exec("PREPARE TRANSACTION '" + gid + "'")
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		p.kill()
+		commit := rng.IntN(2) == 0
+		finish := func() {
+			if commit {
+				e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
+				want += rows
+			} else {
+				e.src.Exec(t, "ROLLBACK PREPARED '"+gid+"'")
+			}
+		}
+		finishFirst := rng.IntN(2) == 0
+		if finishFirst {
+			finish()
+		}
+		p = e.start("replicate")
+		if !finishFirst {
+			time.Sleep(e2eKillDelay(rng))
+			finish()
+		}
+		e2eSync(t, e, p, 2*time.Minute)
+	}
+	e2eWaitTarget(t, e, p, time.Minute, "no prepared transaction", "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE database = current_database()")
+	if got, wantS := e.tgt.QueryString(t, "SELECT count(*) FROM public.tp"), fmt.Sprint(want+100); got != wantS {
+		t.Errorf("target tp holds %s rows, want %s", got, wantS)
+	}
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pgrelay.prepared WHERE slot = $1", e.slot); got != "0" {
+		t.Errorf("pgrelay.prepared keeps %s rows after every prepared transaction finished", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("final replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	t.Logf("%d random rounds", rounds)
+}
+
+// TestCrashSnapshotCopy: migrate killed while it copies a large table, twice;
+// the restart copies only the unfinished table and streams the changes made
+// in between.
+func TestCrashSnapshotCopy(t *testing.T) {
+	e2eEachMajor(t, testCrashSnapshotCopy)
+}
+
+func testCrashSnapshotCopy(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, `CREATE TABLE huge (id int PRIMARY KEY, v int NOT NULL);
+		INSERT INTO huge SELECT i, i % 1000 FROM generate_series(1, 2000000) i;
+		CREATE TABLE small_a (id int PRIMARY KEY, v int);
+		INSERT INTO small_a SELECT i, i FROM generate_series(1, 100) i;
+		CREATE TABLE small_b (id int PRIMARY KEY, v text);
+		INSERT INTO small_b SELECT i, 'b' || i FROM generate_series(1, 100) i;
+		ANALYZE`)
+	rng := e2eRand(t)
+	state := func(table string) string {
+		t.Helper()
+		if e.tgt.QueryString(t, "SELECT to_regclass('pgrelay.table_state') IS NOT NULL") != "t" {
+			return ""
+		}
+		return e.tgt.QueryString(t, "SELECT coalesce((SELECT state FROM pgrelay.table_state WHERE slot = $1 AND name = $2), '')", e.slot, table)
+	}
+
+	// Round 1: kill during the first copy, once the small tables are done.
+	p := e.start("migrate")
+	e2eWaitTarget(t, e, p, 2*time.Minute, "huge copying, small tables indexed",
+		"SELECT count(*) FILTER (WHERE name = 'huge' AND state = 'copying') = 1 AND count(*) FILTER (WHERE name LIKE 'small%' AND state = 'indexed') = 2 FROM pgrelay.table_state WHERE slot = $1", e.slot)
+	time.Sleep(e2eKillDelay(rng))
+	p.kill()
+	if s := state("huge"); s == "indexed" || s == "copied" {
+		t.Fatalf("the copy of huge finished (%s) before the kill: make the table larger", s)
+	}
+	xminA := e.tgt.QueryString(t, "SELECT xmin::text FROM public.small_a WHERE id = 1")
+
+	// Changes while pgrelay is down, to tables done and not done.
+	e.src.Exec(t, `UPDATE huge SET v = -1 WHERE id % 100000 = 0;
+		INSERT INTO huge SELECT i, 7 FROM generate_series(2000001, 2000010) i;
+		DELETE FROM huge WHERE id BETWEEN 10 AND 20;
+		UPDATE small_a SET v = v + 1 WHERE id > 50;
+		DELETE FROM small_b WHERE id < 10;
+		INSERT INTO small_b VALUES (1000, 'new')`)
+
+	// Round 2: kill during the redo.
+	p = e.start("migrate")
+	redo := p.waitLog(t, "resuming an interrupted copy", 2*time.Minute)
+	if fmt.Sprint(redo["tables_done"]) != "2" || fmt.Sprint(redo["tables_to_copy"]) != "1" {
+		t.Errorf("redo plan: %v; want 2 tables done, 1 to copy", redo)
+	}
+	e2eWaitTarget(t, e, p, 2*time.Minute, "huge copying again", "SELECT count(*) = 1 FROM pgrelay.table_state WHERE slot = $1 AND name = 'huge' AND state = 'copying'", e.slot)
+	time.Sleep(e2eKillDelay(rng))
+	p.kill()
+	if s := state("huge"); s == "indexed" || s == "copied" {
+		t.Logf("note: the redo copy of huge finished (%s) before the second kill", s)
+	}
+	e.src.Exec(t, "UPDATE huge SET v = -2 WHERE id % 250000 = 1; INSERT INTO small_a VALUES (1000, 1000)")
+
+	// Round 3: to the end.
+	p = e.mustRun(5*time.Minute, "migrate")
+	p.waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	for _, table := range []string{"huge", "small_a", "small_b"} {
+		if s := state(table); s != "indexed" {
+			t.Errorf("table %s is %q after migrate, want indexed", table, s)
+		}
+	}
+	if got := e.tgt.QueryString(t, "SELECT xmin::text FROM public.small_a WHERE id = 1"); got != xminA {
+		t.Errorf("small_a was copied again (xmin of row 1 %s, was %s): only unfinished tables may be redone", got, xminA)
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE $1", e.slot+"\\_redo\\_%"); got != "0" {
+		t.Errorf("%s temporary redo slots left on the source", got)
+	}
+}
+
+// TestCrashRejectedRow: the target rejects a row (a CHECK constraint, then a
+// unique index the source does not have): pgrelay stops with one line naming
+// the table, the source LSN and the SQL error; once the constraint is gone a
+// restart applies everything.
+func TestCrashRejectedRow(t *testing.T) {
+	e2eEachMajor(t, testCrashRejectedRow)
+}
+
+func testCrashRejectedRow(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE guarded (id int PRIMARY KEY, v int); CREATE TABLE other (id int PRIMARY KEY); INSERT INTO guarded VALUES (1, 10)")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+
+	for _, tc := range []struct {
+		name, add, drop, bad string
+		words                []string
+	}{
+		{"check", "ALTER TABLE public.guarded ADD CONSTRAINT small_v CHECK (v < 1000)", "ALTER TABLE public.guarded DROP CONSTRAINT small_v",
+			"INSERT INTO guarded VALUES (3, 5000)", []string{"small_v", "23514"}},
+		{"unique", "CREATE UNIQUE INDEX guarded_v_key ON public.guarded (v)", "DROP INDEX public.guarded_v_key",
+			"UPDATE guarded SET v = 10 WHERE id = 2", []string{"guarded_v_key", "23505"}},
+	} {
+		e.tgt.Exec(t, tc.add)
+		e.src.Exec(t, fmt.Sprintf("INSERT INTO guarded VALUES (%d, 20)", 2))
+		if tc.name == "unique" {
+			e.src.Exec(t, "UPDATE guarded SET v = 21 WHERE id = 2")
+		}
+		before := e2eLSN(t, "wal lsn", e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text"))
+		e.src.Exec(t, tc.bad)
+		after := e2eLSN(t, "wal lsn", e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text"))
+		e.src.Exec(t, fmt.Sprintf("INSERT INTO other VALUES (%d)", len(tc.name)))
+
+		code := p.wait(t, time.Minute)
+		if code == 0 {
+			t.Fatalf("%s: replicate exited 0 on a rejected row; log:\n%s", tc.name, p.logs())
+		}
+		lines := p.errOut.all()
+		var errLines []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "pgrelay: ") {
+				errLines = append(errLines, l)
+			}
+		}
+		if len(errLines) != 1 || lines[len(lines)-1] != errLines[0] {
+			t.Fatalf("%s: want one final \"pgrelay: \" error line; stderr:\n%s", tc.name, p.logs())
+		}
+		line := errLines[0]
+		t.Logf("%s: %s", tc.name, line)
+		if !strings.Contains(line, "guarded") {
+			t.Errorf("%s: the error does not name the table: %s", tc.name, line)
+		}
+		for _, w := range tc.words {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s: the error lacks %q: %s", tc.name, w, line)
+			}
+		}
+		lsns := e2eLSNPattern.FindAllString(line, -1)
+		named := false
+		for _, s := range lsns {
+			if lsn, err := pglogrepl.ParseLSN(s); err == nil && lsn >= before && lsn <= after {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("%s: the error names no source LSN in %s..%s (found %v): %s", tc.name, before, after, lsns, line)
+		}
+		if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.other"); got != fmt.Sprint(map[string]int{"check": 0, "unique": 1}[tc.name]) {
+			t.Errorf("%s: the transaction after the rejected one was applied (%s rows in other)", tc.name, got)
+		}
+
+		e.tgt.Exec(t, tc.drop)
+		p = e.start("replicate")
+		e2eSync(t, e, p, time.Minute)
+		e2eCompare(t, e)
+		e.src.Exec(t, "DELETE FROM guarded WHERE id = 2")
+		e2eSync(t, e, p, time.Minute)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}
+
+// TestCrashTargetDown: the target server stops for a few seconds while
+// replicate runs and writes go on; pgrelay retries with backoff and resumes.
+func TestCrashTargetDown(t *testing.T) {
+	e2eEachMajor(t, testCrashTargetDown)
+}
+
+func testCrashTargetDown(t *testing.T, major int) {
+	src := harness.Postgres(t, major)
+	tgt := harness.Postgres(t, e2eTargetMajor, harness.Dedicated())
+	e := e2eNewEnv(t, src, tgt)
+	e.src.Exec(t, e2eChurnSchema(5000))
+	rng := e2eRand(t)
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	w := e2eStartWriter(t, e.src, rng, 5001)
+	time.Sleep(time.Second)
+
+	tgt.Stop(t)
+	time.Sleep(3*time.Second + time.Duration(rng.IntN(2000))*time.Millisecond)
+	retry := p.waitLog(t, "will retry", 30*time.Second)
+	if p.exited() {
+		t.Fatalf("replicate exited while the target was down (%v); log:\n%s", p.err, p.logs())
+	}
+	tgt.Start(t)
+	// A second streaming line: the new session after the outage.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		n := 0
+		for _, l := range p.logLines() {
+			if l.str("msg") == "streaming" {
+				n++
+			}
+		}
+		if n >= 2 {
+			break
+		}
+		if p.exited() || time.Now().After(deadline) {
+			t.Fatalf("replicate did not resume streaming after the target came back; log:\n%s", p.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	txns := w.stop(t)
+	e2eSync(t, e, p, 2*time.Minute)
+	e2eCompare(t, e)
+	retries := 0
+	for _, l := range p.logLines() {
+		if l.str("msg") == "will retry" {
+			retries++
+		}
+	}
+	t.Logf("%d writer transactions, %d retries; first: %v", txns, retries, retry)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

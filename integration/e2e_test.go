@@ -1,0 +1,429 @@
+package integration
+
+// End-to-end tests of pgrelay from PostgreSQL to PostgreSQL: the built binary
+// runs against a source of each tested major and a PostgreSQL 15 target, and
+// the tables are compared byte for byte afterwards (e2e_helpers_test.go).
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/integration/harness"
+)
+
+// e2eTargetMajor is the target server's major.
+const e2eTargetMajor = 15
+
+// e2eEachMajor runs f as a parallel subtest per source major.
+func e2eEachMajor(t *testing.T, f func(t *testing.T, major int)) {
+	e2eBinary(t) // once, before the subtests run in parallel
+	for _, major := range harness.Majors() {
+		t.Run(e2eMajorName(major), func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			f(t, major)
+			t.Logf("%s took %v", t.Name(), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// e2ePair makes a fresh source of major and a fresh target, and the set-up
+// replicating between them.
+func e2ePair(t *testing.T, major int) *e2eEnv {
+	src := harness.Postgres(t, major)
+	tgt := harness.Postgres(t, e2eTargetMajor)
+	return e2eNewEnv(t, src, tgt)
+}
+
+// TestE2EMigrate: a snapshot of many types, then a catch-up migrate.
+func TestE2EMigrate(t *testing.T) {
+	e2eEachMajor(t, testE2EMigrate)
+}
+
+func testE2EMigrate(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, e2eWorkload(t, "types_schema.sql"))
+
+	first := e.mustRun(3*time.Minute, "migrate")
+	if out := strings.Join(first.out.all(), "\n"); !strings.HasPrefix(out, "caught up: the target holds the source up to ") {
+		t.Errorf("migrate stdout = %q, want the caught-up line", out)
+	}
+	first.waitLog(t, "created slot", 0)
+	if n := e2eCompare(t, e); n != 6 {
+		t.Errorf("compared %d tables, want 6", n)
+	}
+	// The secondary index of child was built on the target.
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'child' AND indexdef LIKE '%(parent_id)%'"); got != "1" {
+		t.Errorf("target indexes on child(parent_id): %s, want 1", got)
+	}
+	st, raw := e.status(t)
+	if !st.Seeded || !st.Slot.Exists || st.Slot.Active || st.Slot.Name != e.slot || len(st.Tables) != 6 {
+		t.Errorf("status after migrate: %s", raw)
+	}
+	for _, tb := range st.Tables {
+		if tb.State != "indexed" {
+			t.Errorf("table %s state %s after migrate, want indexed", tb.Table, tb.State)
+		}
+	}
+
+	// More changes: the second migrate streams them, copying nothing.
+	e.src.Exec(t, e2eWorkload(t, "types_dml.sql"))
+	second := e.mustRun(3*time.Minute, "migrate")
+	if l, ok := second.findLog("created slot"); ok {
+		t.Errorf("second migrate created the slot again: %v", l)
+	}
+	if l, ok := second.findLog("resuming an interrupted copy"); ok {
+		t.Errorf("second migrate copied again: %v", l)
+	}
+	second.waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+
+	// Nothing to do: a third migrate catches up at once.
+	third := e.mustRun(time.Minute, "migrate")
+	third.waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}
+
+// TestE2EMigrateConcurrentWrites: writes go on while migrate copies and
+// catches up; a final migrate after they stop leaves the target equal.
+func TestE2EMigrateConcurrentWrites(t *testing.T) {
+	e2eEachMajor(t, testE2EMigrateConcurrentWrites)
+}
+
+func testE2EMigrateConcurrentWrites(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, e2eChurnSchema(300000))
+	w := e2eStartWriter(t, e.src, e2eRand(t), 300001)
+	p := e.start("migrate")
+	code := p.wait(t, 5*time.Minute)
+	ops := w.stop(t)
+	if code != 0 {
+		t.Fatalf("migrate with concurrent writes exited %d; log:\n%s", code, p.logs())
+	}
+	if ops < 20 {
+		t.Errorf("only %d writer transactions ran during migrate; want the copy to overlap writes", ops)
+	}
+	t.Logf("%d writer transactions during the first migrate", ops)
+	e.mustRun(2*time.Minute, "migrate")
+	e2eCompare(t, e)
+}
+
+// e2eChurnSchema creates the tables e2eStartWriter writes to, churn with rows
+// rows. churn_log has no key at all, so a transaction applied twice leaves
+// duplicate rows there.
+func e2eChurnSchema(rows int) string {
+	return fmt.Sprintf(`CREATE TABLE churn (id int PRIMARY KEY, v int NOT NULL, note text);
+		INSERT INTO churn SELECT i, 0, 'row ' || i FROM generate_series(1, %d) i;
+		CREATE TABLE churn_log (seq bigserial, id int, op text);
+		CREATE TABLE churn_small (k text PRIMARY KEY, n int);
+		INSERT INTO churn_small SELECT 'k' || i, i FROM generate_series(1, 100) i`, rows)
+}
+
+// e2eWriter runs small transactions against the churn tables until stopped.
+type e2eWriter struct {
+	stopCh chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+	txns   int
+}
+
+// e2eStartWriter starts a writer inserting ids from nextID up, updating and
+// deleting rows of churn, logging each insert in churn_log (a growing table
+// a lost or doubled transaction shows up in), in transactions of one to five
+// statements.
+func e2eStartWriter(t testing.TB, pg *harness.PG, rng *rand.Rand, nextID int) *e2eWriter {
+	t.Helper()
+	conn := pg.Conn(t)
+	w := &e2eWriter{stopCh: make(chan struct{}), done: make(chan struct{})}
+	seed := rng.Uint64()
+	go func() {
+		defer close(w.done)
+		r := rand.New(rand.NewPCG(seed, seed))
+		ctx := context.Background()
+		next := nextID
+		for {
+			select {
+			case <-w.stopCh:
+				return
+			default:
+			}
+			err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				for range 1 + r.IntN(5) {
+					var err error
+					switch op := r.IntN(10); {
+					case op < 4:
+						_, err = tx.Exec(ctx, "INSERT INTO churn VALUES ($1, 0, $2)", next, fmt.Sprintf("new %d\t✓", next))
+						if err == nil {
+							_, err = tx.Exec(ctx, "INSERT INTO churn_log (id, op) VALUES ($1, 'insert')", next)
+						}
+						next++
+					case op < 7:
+						_, err = tx.Exec(ctx, "UPDATE churn SET v = v + 1, note = note || '+' WHERE id = $1", 1+r.IntN(next-1))
+					case op < 9:
+						_, err = tx.Exec(ctx, "DELETE FROM churn WHERE id = $1", 1+r.IntN(next-1))
+					default:
+						_, err = tx.Exec(ctx, "UPDATE churn_small SET n = n + 1 WHERE k = $1", fmt.Sprintf("k%d", 1+r.IntN(100)))
+					}
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			w.mu.Lock()
+			if err != nil {
+				w.err = err
+				w.mu.Unlock()
+				return
+			}
+			w.txns++
+			w.mu.Unlock()
+			time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.stopCh:
+		default:
+			close(w.stopCh)
+		}
+		<-w.done
+	})
+	return w
+}
+
+func (w *e2eWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.txns
+}
+
+// stop ends the writer and returns how many transactions it committed.
+func (w *e2eWriter) stop(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-w.stopCh:
+	default:
+		close(w.stopCh)
+	}
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		t.Fatalf("writer: %v", w.err)
+	}
+	return w.txns
+}
+
+// TestE2EReplicate: replicate in the background through a series of
+// workloads, status, SIGTERM and teardown.
+func TestE2EReplicate(t *testing.T) {
+	e2eEachMajor(t, testE2EReplicate)
+}
+
+func testE2EReplicate(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, e2eWorkload(t, "replicate_schema.sql"))
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+
+	for _, step := range []string{"replicate_mixed.sql", "replicate_identity.sql", "replicate_toast.sql", "replicate_truncate.sql", "replicate_alter.sql", "replicate_big.sql"} {
+		e.src.Exec(t, e2eWorkload(t, step))
+		e2eSync(t, e, p, 2*time.Minute)
+		if diffs, _ := e2eDiff(t, e); len(diffs) > 0 {
+			t.Errorf("after %s:\n%s", step, strings.Join(diffs, "\n"))
+		}
+	}
+	// A table created while streaming arrives with its first rows.
+	e.src.Exec(t, "CREATE TABLE late (id int PRIMARY KEY, v text); INSERT INTO late VALUES (1, 'late')")
+	e2eSync(t, e, p, time.Minute)
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.big_txn WHERE part = 'rolled-back' OR part = 'rolled-back-update'"); got != "0" {
+		t.Errorf("%s rows of the rolled-back savepoint on the target", got)
+	}
+
+	if major >= 15 {
+		e2eReplicateTwoPhase(t, e, p)
+	}
+	e2eCompare(t, e)
+
+	// status, text and JSON.
+	st, raw := e.status(t)
+	applied := e2eLSN(t, "applied_lsn", st.AppliedLSN)
+	wal := e2eLSN(t, "source_wal_lsn", st.SourceWALLSN)
+	if st.Slot.Name != e.slot || !st.Slot.Exists || !st.Slot.Active || st.Slot.ActivePID == 0 || !st.Seeded ||
+		applied == 0 || applied > wal || st.LagBytes != int64(wal-applied) || st.LagSeconds < 0 || st.LastCommitTime == nil ||
+		st.Slot.TwoPhase != (major >= 15) || st.SnapshotLSN == "" {
+		t.Errorf("pgrelay status --json is not sane:\n%s", raw)
+	}
+	if confirmed := e2eLSN(t, "confirmed_flush_lsn", st.Slot.ConfirmedFlushLSN); confirmed > applied {
+		t.Errorf("slot confirmed %s past the applied %s (feedback before durability)", confirmed, applied)
+	}
+	indexed := 0
+	for _, tb := range st.Tables {
+		if tb.State == "indexed" {
+			indexed++
+		}
+	}
+	if indexed < 7 {
+		t.Errorf("status lists %d indexed tables, want the 7 copied ones:\n%s", indexed, raw)
+	}
+	text := strings.Join(e.mustRun(time.Minute, "status").out.all(), "\n")
+	for _, want := range []string{e.slot, "streaming to pid", "applied", st.AppliedLSN, "lag", "seeded", "yes", "public.items", "indexed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("pgrelay status lacks %q:\n%s", want, text)
+		}
+	}
+
+	// teardown refuses while the slot streams.
+	if busy, code := e.run(time.Minute, "teardown"); code == 0 {
+		t.Errorf("teardown while replicating exited 0; log:\n%s", busy.logs())
+	}
+
+	// SIGTERM: exit 0, the log names the final durable LSN, which is what the
+	// target stores and not behind what the source was told.
+	e.src.Exec(t, "INSERT INTO items VALUES (424242, 'last before stop')")
+	e2eWaitTarget(t, e, p, time.Minute, "the last row", "SELECT count(*) = 1 FROM public.items WHERE id = 424242")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM, want 0; log:\n%s", code, p.logs())
+	}
+	stopped := p.waitLog(t, "stopped cleanly", 0)
+	durable := e2eLSN(t, "durable_lsn of the stop line", stopped.str("durable_lsn"))
+	stored := e2eLSN(t, "pgrelay.progress", e.tgt.QueryString(t, "SELECT lsn::text FROM pgrelay.progress WHERE slot = $1", e.slot))
+	confirmed := e2eLSN(t, "confirmed_flush_lsn", e.src.QueryString(t, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", e.slot))
+	if durable != stored || confirmed > durable || durable < applied {
+		t.Errorf("after SIGTERM: logged durable %s, target stores %s, slot confirmed %s, applied before %s", durable, stored, confirmed, applied)
+	}
+	if confirmed != durable {
+		t.Logf("note: the slot confirmed %s, the target holds %s at a clean stop", confirmed, durable)
+	}
+	for _, l := range p.errOut.all() {
+		if strings.Contains(l, e.src.Password) || strings.Contains(l, e.tgt.Password) {
+			t.Errorf("log shows a password: %s", l)
+		}
+	}
+
+	// teardown removes the slot, the publication pgrelay made and the target
+	// metadata, and keeps the replicated tables.
+	e.mustRun(time.Minute, "teardown")
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "0" {
+		t.Errorf("slot still exists after teardown")
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); got != "0" {
+		t.Errorf("publication still exists after teardown")
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_namespace WHERE nspname = 'pgrelay'"); got != "0" {
+		t.Errorf("schema pgrelay still exists on the target after teardown")
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) > 0 FROM public.items"); got != "t" {
+		t.Errorf("teardown removed replicated rows")
+	}
+	// A second teardown finds nothing to do and succeeds.
+	e.mustRun(time.Minute, "teardown")
+}
+
+// e2eReplicateTwoPhase: prepared transactions become prepared transactions
+// on the target under pgrelay's GID, without blocking later transactions.
+func e2eReplicateTwoPhase(t *testing.T, e *e2eEnv, p *e2eProc) {
+	t.Helper()
+	conn := e.src.Conn(t)
+	ctx := e2eCtx(t, 5*time.Minute)
+	prepare := func(gid, insert string) uint32 {
+		t.Helper()
+		for _, sql := range []string{"BEGIN", insert, "PREPARE TRANSACTION '" + gid + "'"} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		xid, err := strconv.ParseUint(e.src.QueryString(t, "SELECT transaction::text FROM pg_prepared_xacts WHERE gid = $1", gid), 10, 32)
+		if err != nil {
+			t.Fatalf("xid of prepared %s: %v", gid, err)
+		}
+		want := fmt.Sprintf("pgrelay_%s_%d", e.slot, xid)
+		e2eWaitTarget(t, e, p, time.Minute, "prepared transaction "+want, "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()", want)
+		if got := e2eTargetPrepared(t, e); got != want {
+			t.Errorf("target prepared transactions %q, want exactly %q", got, want)
+		}
+		return uint32(xid)
+	}
+
+	gid := "e2e_src_" + e.slot + "_a"
+	prepare(gid, "INSERT INTO prepared_rows VALUES (1, 'committed'), (2, 'committed')")
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts WHERE gid = $1", gid); got != "1" {
+		t.Fatalf("source no longer holds %s prepared", gid)
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.prepared_rows"); got != "0" {
+		t.Errorf("rows of a prepared transaction visible on the target before COMMIT PREPARED: %s", got)
+	}
+	// Later transactions apply while the prepared one waits (invariant 4).
+	e.src.Exec(t, "INSERT INTO items VALUES (7000, 'while prepared')")
+	e2eSync(t, e, p, time.Minute)
+	e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
+	e2eWaitTarget(t, e, p, time.Minute, "committed prepared rows", "SELECT count(*) = 2 FROM public.prepared_rows")
+	e2eWaitTarget(t, e, p, time.Minute, "no prepared transaction", "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE database = current_database()")
+
+	gid = "e2e_src_" + e.slot + "_b"
+	prepare(gid, "INSERT INTO prepared_rows VALUES (3, 'rolled back')")
+	e.src.Exec(t, "ROLLBACK PREPARED '"+gid+"'")
+	e2eWaitTarget(t, e, p, time.Minute, "no prepared transaction", "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE database = current_database()")
+	e2eSync(t, e, p, time.Minute)
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.prepared_rows WHERE id = 3"); got != "0" {
+		t.Errorf("a rolled-back prepared transaction's row is on the target")
+	}
+
+	// A prepared transaction large enough to be streamed (Stream Prepare).
+	gid = "e2e_src_" + e.slot + "_c"
+	prepare(gid, "INSERT INTO prepared_rows SELECT i, repeat('s', 200) FROM generate_series(100, 3100) i")
+	e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
+	e2eWaitTarget(t, e, p, time.Minute, "committed streamed prepared rows", "SELECT count(*) = 3003 FROM public.prepared_rows")
+	e2eSync(t, e, p, time.Minute)
+	if got := e2eTargetPrepared(t, e); got != "" {
+		t.Errorf("prepared transactions left on the target: %s", got)
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pgrelay.prepared WHERE slot = $1", e.slot); got != "0" {
+		t.Errorf("pgrelay.prepared keeps %s rows after every prepared transaction finished", got)
+	}
+}
+
+// TestE2ETwoInstances: a second replicate on the same slot waits, and takes
+// over when the first is killed.
+func TestE2ETwoInstances(t *testing.T) {
+	e2eEachMajor(t, testE2ETwoInstances)
+}
+
+func testE2ETwoInstances(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE pairs (id int PRIMARY KEY, who text); INSERT INTO pairs VALUES (1, 'before')")
+	first := e.start("replicate")
+	first.waitLog(t, "streaming", 2*time.Minute)
+	second := e.start("replicate")
+	second.waitLog(t, "waiting", time.Minute)
+
+	e.src.Exec(t, "INSERT INTO pairs VALUES (2, 'first')")
+	e2eSync(t, e, first, time.Minute)
+	if second.exited() {
+		t.Fatalf("the waiting instance exited: %v; log:\n%s", second.err, second.logs())
+	}
+	if _, ok := second.findLog("streaming"); ok {
+		t.Fatalf("two instances stream from one slot; second log:\n%s", second.logs())
+	}
+
+	first.kill()
+	e.src.Exec(t, "INSERT INTO pairs VALUES (3, 'second'); UPDATE pairs SET who = 'updated' WHERE id = 1")
+	second.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, second, time.Minute)
+	e2eCompare(t, e)
+	if code := second.term(t, time.Minute); code != 0 {
+		t.Errorf("second instance exited %d after SIGTERM; log:\n%s", code, second.logs())
+	}
+}

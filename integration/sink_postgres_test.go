@@ -1,0 +1,760 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/integration/harness"
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/postgres"
+	"github.com/pgrelay/pgrelay/sink/sinktest"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// pgSinkHarness runs the shared sink suite against PostgreSQL targets of one major.
+type pgSinkHarness struct{ major int }
+
+func (h pgSinkHarness) Target(t *testing.T) sinktest.Target {
+	return &pgSinkTarget{pg: harness.Postgres(t, h.major)}
+}
+
+type pgSinkTarget struct {
+	pg   *harness.PG
+	opts postgres.Options
+}
+
+func (tg *pgSinkTarget) Open(t *testing.T) sink.Sink { return tg.open(t) }
+
+func (tg *pgSinkTarget) open(t *testing.T) *postgres.Sink {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := postgres.New(ctx, tg.pg.URL(), tg.opts)
+	if err != nil {
+		t.Fatalf("postgres.New: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func (tg *pgSinkTarget) Rows(t *testing.T, table *schema.Table) [][]string {
+	t.Helper()
+	return pgRows(t, tg.pg, table)
+}
+
+// pgRows reads a table's rows in text form on a connection of its own.
+func pgRows(t *testing.T, pg *harness.PG, table *schema.Table) [][]string {
+	t.Helper()
+	cols := make([]string, len(table.Columns))
+	for i, c := range table.Columns {
+		cols[i] = pgx.Identifier{c.Name}.Sanitize()
+	}
+	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + pgx.Identifier{table.Schema, table.Name}.Sanitize()
+	conn := pg.Conn(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rows, err := conn.Query(ctx, sql, pgx.QueryResultFormats{pgx.TextFormatCode})
+	if err != nil {
+		t.Fatalf("read rows: %v", err)
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		raw := rows.RawValues()
+		row := make([]string, len(raw))
+		for i, v := range raw {
+			if v == nil {
+				row[i] = sinktest.Null
+			} else {
+				row[i] = string(v)
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read rows: %v", err)
+	}
+	_ = conn.Close(ctx)
+	return out
+}
+
+// TestSinkPostgres runs the shared sink suite on every tested major.
+func TestSinkPostgres(t *testing.T) {
+	for _, major := range harness.Majors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			t.Parallel()
+			sinktest.Run(t, pgSinkHarness{major: major})
+		})
+	}
+	t.Run("pg15/statements-only", func(t *testing.T) {
+		// The same suite with COPY off and tiny batches: every change is a
+		// statement and batches split transactions in many round trips.
+		sinktest.Run(t, optsHarness{major: 15, opts: postgres.Options{CopyThreshold: -1, BatchSize: 3}})
+	})
+}
+
+type optsHarness struct {
+	major int
+	opts  postgres.Options
+}
+
+func (h optsHarness) Target(t *testing.T) sinktest.Target {
+	return &pgSinkTarget{pg: harness.Postgres(t, h.major), opts: h.opts}
+}
+
+// pgTarget is a fresh PostgreSQL target with an open, set-up sink.
+func pgTarget(t *testing.T, major int, opts postgres.Options) (*harness.PG, *postgres.Sink) {
+	t.Helper()
+	tg := &pgSinkTarget{pg: harness.Postgres(t, major), opts: opts}
+	s := tg.open(t)
+	if _, err := s.Setup(t.Context(), sinktest.Slot); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	return tg.pg, s
+}
+
+func pgApply(t *testing.T, s sink.Sink, at source.LSN, changes ...*sink.Change) error {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := s.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ch := range changes {
+		if err := tx.Apply(ctx, ch); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+	}
+	if err := tx.Commit(ctx, sink.Progress{Slot: sinktest.Slot, LSN: at}); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	return nil
+}
+
+func mustApply(t *testing.T, s sink.Sink, at source.LSN, changes ...*sink.Change) {
+	t.Helper()
+	if err := pgApply(t, s, at, changes...); err != nil {
+		t.Fatalf("apply at %s: %v", at, err)
+	}
+}
+
+func ensure(t *testing.T, s sink.Sink, tables ...*schema.Table) {
+	t.Helper()
+	for _, tb := range tables {
+		if err := s.EnsureTable(t.Context(), tb, nil); err != nil {
+			t.Fatalf("EnsureTable %s: %v", tb.QualifiedName(), err)
+		}
+	}
+}
+
+func wantQuery(t *testing.T, pg *harness.PG, want, sql string, args ...any) {
+	t.Helper()
+	if got := pg.QueryString(t, sql, args...); got != want {
+		t.Fatalf("%s: got %q, want %q", sql, got, want)
+	}
+}
+
+// TestSinkPostgresReplicaRole: the sink's session is a replica session, so a
+// user trigger on the target does not fire and foreign keys are not checked
+// (the source already did both).
+func TestSinkPostgresReplicaRole(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	parent := sinktest.ItemsTable("public", "parent")
+	child := sinktest.ItemsTable("public", "child")
+	ensure(t, s, parent, child)
+	pg.Exec(t, `CREATE TABLE public.trigger_log (msg text);
+		CREATE FUNCTION public.log_it() RETURNS trigger LANGUAGE plpgsql AS
+			$$BEGIN INSERT INTO public.trigger_log VALUES (TG_OP || ' ' || NEW.id); RETURN NEW; END$$;
+		CREATE TRIGGER t BEFORE INSERT OR UPDATE ON public.parent FOR EACH ROW EXECUTE FUNCTION public.log_it();
+		ALTER TABLE public.child ADD CONSTRAINT child_parent_fk FOREIGN KEY (id) REFERENCES public.parent (id)`)
+	mustApply(t, s, 100,
+		// The child row arrives before its parent (FK not checked) …
+		sinktest.Ins(child, 1, sinktest.Row(sinktest.T("5"), sinktest.N(), sinktest.N())),
+		sinktest.Ins(parent, 2, sinktest.Row(sinktest.T("1"), sinktest.T("p"), sinktest.N())),
+		sinktest.Upd(parent, 3, sinktest.Row(sinktest.T("1"), sinktest.T("q"), sinktest.N())),
+	)
+	// … and the trigger did not fire for the sink's changes.
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.trigger_log")
+	// The trigger itself works for ordinary sessions.
+	pg.Exec(t, "INSERT INTO public.parent VALUES (2, 'direct', NULL)")
+	wantQuery(t, pg, "1", "SELECT count(*) FROM public.trigger_log")
+	wantQuery(t, pg, "1", "SELECT count(*) FROM public.child WHERE id = 5")
+}
+
+// TestSinkPostgresSessionSettings checks the settings of the sink's session as
+// seen inside it, by an ENABLE ALWAYS trigger (which fires in replica sessions).
+func TestSinkPostgresSessionSettings(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "settings")
+	ensure(t, s, tb)
+	pg.Exec(t, `CREATE TABLE public.seen (role text, path text, sync text);
+		CREATE FUNCTION public.record_settings() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN
+			INSERT INTO public.seen VALUES (current_setting('session_replication_role'),
+				current_setting('search_path'), current_setting('synchronous_commit'));
+			RETURN NEW; END$$;
+		CREATE TRIGGER rec BEFORE INSERT ON public.settings FOR EACH ROW EXECUTE FUNCTION public.record_settings();
+		ALTER TABLE public.settings ENABLE ALWAYS TRIGGER rec`)
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	wantQuery(t, pg, "replica|pg_catalog, pg_temp|on", "SELECT role || '|' || path || '|' || sync FROM public.seen")
+}
+
+// TestSinkPostgresNoReplicaRolePermission: a role that may not set
+// session_replication_role gets a one-line error saying what to grant; after
+// the grant (PostgreSQL 15+) it works.
+func TestSinkPostgresNoReplicaRolePermission(t *testing.T) {
+	pg := harness.Postgres(t, 15)
+	pg.Exec(t, `CREATE ROLE sink_plain LOGIN PASSWORD 'plain-pw'`)
+	t.Cleanup(func() { pg.Exec(t, "DROP OWNED BY sink_plain; DROP ROLE sink_plain") })
+	pg.Exec(t, fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO sink_plain`, pgx.Identifier{pg.DB}.Sanitize()))
+	u, err := url.Parse(pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("sink_plain", "plain-pw")
+	_, err = postgres.New(t.Context(), u.String(), postgres.Options{})
+	if err == nil {
+		t.Fatal("a role without permission to set session_replication_role connected")
+	}
+	for _, want := range []string{"session_replication_role", `GRANT SET ON PARAMETER session_replication_role TO "sink_plain"`, "superuser"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not mention %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "plain-pw") {
+		t.Fatalf("error is not one line or shows the password: %q", err)
+	}
+	pg.Exec(t, `GRANT SET ON PARAMETER session_replication_role TO "sink_plain"`)
+	s, err := postgres.New(t.Context(), u.String(), postgres.Options{})
+	if err != nil {
+		t.Fatalf("after GRANT SET: %v", err)
+	}
+	defer s.Close(context.Background())
+	if _, err := s.Setup(t.Context(), "plain"); err != nil {
+		t.Fatalf("Setup as a plain role with CREATE on the database: %v", err)
+	}
+}
+
+// TestSinkPostgresCopyPath: long insert runs go through COPY, short ones and
+// runs with binary values through statements; both keep their order with the
+// statements around them.
+func TestSinkPostgresCopyPath(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "copies")
+	ensure(t, s, tb)
+	var chs []*sink.Change
+	for i := range 63 {
+		chs = append(chs, sinktest.Ins(tb, source.LSN(i+1), sinktest.Row(sinktest.T(fmt.Sprint(i)), sinktest.T("short"), sinktest.N())))
+	}
+	before := s.Stats()
+	mustApply(t, s, 100, chs...)
+	if st := s.Stats(); st.CopyRows != before.CopyRows {
+		t.Fatalf("a run of 63 inserts went through COPY: %+v", st)
+	}
+	chs = chs[:0]
+	for i := range 500 {
+		chs = append(chs, sinktest.Ins(tb, source.LSN(1000+i), sinktest.Row(sinktest.T(fmt.Sprint(1000+i)), sinktest.T("long\trun"), sinktest.N())))
+	}
+	// An update of a row inserted by the run, right after it.
+	chs = append(chs, sinktest.Upd(tb, 2000, sinktest.Row(sinktest.T("1499"), sinktest.T("updated"), sinktest.N())))
+	before = s.Stats()
+	mustApply(t, s, 3000, chs...)
+	st := s.Stats()
+	if st.CopyRows-before.CopyRows != 500 || st.CopyRuns-before.CopyRuns != 1 {
+		t.Fatalf("a run of 500 inserts: %d rows in %d COPYs, want 500 in 1 (%+v)", st.CopyRows-before.CopyRows, st.CopyRuns-before.CopyRuns, st)
+	}
+	wantQuery(t, pg, "563", "SELECT count(*) FROM public.copies")
+	wantQuery(t, pg, "updated", "SELECT name FROM public.copies WHERE id = 1499")
+	wantQuery(t, pg, "long\trun", "SELECT name FROM public.copies WHERE id = 1000")
+
+	// Binary values pass through as binary parameters for built-in types.
+	be := func(v int32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
+	bt := &schema.Table{RelationID: 20000, Schema: "public", Name: "bin", ReplicaIdentity: schema.IdentityDefault,
+		Columns: []schema.Column{
+			{Name: "id", TypeOID: 23, TypeMod: -1, TypeName: "integer", Key: true, NotNull: true, Attnum: 1},
+			{Name: "v", TypeOID: 25, TypeMod: -1, TypeName: "text", Attnum: 2},
+		}}
+	ensure(t, s, bt)
+	bin := func(b []byte) source.Value { return source.Value{Kind: source.ValueBinary, Data: b} }
+	var bchs []*sink.Change
+	for i := range 100 {
+		bchs = append(bchs, sinktest.Ins(bt, source.LSN(5000+i), sinktest.Row(bin(be(int32(i))), sinktest.T("b"))))
+	}
+	bchs = append(bchs, sinktest.Upd(bt, 6000, sinktest.Row(bin(be(7)), bin([]byte("binary text")))))
+	mustApply(t, s, 7000, bchs...)
+	wantQuery(t, pg, "100", "SELECT count(*) FROM public.bin")
+	wantQuery(t, pg, "binary text", "SELECT v FROM public.bin WHERE id = 7")
+}
+
+// TestSinkPostgresFullIdentityTypes: REPLICA IDENTITY FULL rows are matched
+// NULL-safely by all old values, including types without an equality operator
+// (json, point), duplicates touch one row.
+func TestSinkPostgresFullIdentityTypes(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := &schema.Table{RelationID: 20001, Schema: "public", Name: "full_types", ReplicaIdentity: schema.IdentityFull,
+		Columns: []schema.Column{
+			{Name: "j", TypeOID: 114, TypeMod: -1, TypeName: "json", Attnum: 1},
+			{Name: "p", TypeOID: 600, TypeMod: -1, TypeName: "point", Attnum: 2},
+			{Name: "jb", TypeOID: 3802, TypeMod: -1, TypeName: "jsonb", Attnum: 3},
+			{Name: "n", TypeOID: 1700, TypeMod: -1, TypeName: "numeric", Attnum: 4},
+			{Name: "ts", TypeOID: 1184, TypeMod: -1, TypeName: "timestamp with time zone", Attnum: 5},
+			{Name: "arr", TypeOID: 199, TypeMod: -1, TypeName: "json[]", Attnum: 6},
+		}}
+	ensure(t, s, tb)
+	T, N := sinktest.T, sinktest.N
+	row := func(j, p string) source.Tuple {
+		return sinktest.Row(T(j), T(p), T(`{"b": 2, "a": 1}`), T("1.50"), T("2024-01-02 03:04:05.123456+00"), T(`{"{\"x\": 1}"}`))
+	}
+	mustApply(t, s, 10,
+		sinktest.Ins(tb, 1, row(`{"k":  "v"}`, "(1.5,2)")),
+		sinktest.Ins(tb, 2, row(`{"k":  "v"}`, "(1.5,2)")),
+		sinktest.Ins(tb, 3, sinktest.Row(N(), N(), N(), N(), N(), N())),
+	)
+	mustApply(t, s, 20,
+		sinktest.UpdOld(tb, 11, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)"), row(`{"k":  "changed"}`, "(1.5,2)")),
+		sinktest.UpdOld(tb, 12, source.OldFull, sinktest.Row(N(), N(), N(), N(), N(), N()), sinktest.Row(N(), T("(0,0)"), N(), N(), N(), N())),
+	)
+	wantQuery(t, pg, "1", `SELECT count(*) FROM public.full_types WHERE j::text = '{"k":  "changed"}'`)
+	wantQuery(t, pg, "1", `SELECT count(*) FROM public.full_types WHERE j::text = '{"k":  "v"}'`)
+	wantQuery(t, pg, "1", `SELECT count(*) FROM public.full_types WHERE p ~= '(0,0)' AND j IS NULL`)
+	mustApply(t, s, 30, sinktest.Del(tb, 21, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)")))
+	wantQuery(t, pg, "2", `SELECT count(*) FROM public.full_types`)
+	err := pgApply(t, s, 40, sinktest.Del(tb, 31, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)")))
+	if !errors.Is(err, postgres.ErrRowNotFound) || !strings.Contains(err.Error(), `"public"."full_types"`) {
+		t.Fatalf("deleting a missing row: %v", err)
+	}
+}
+
+// TestSinkPostgresErrorFormat pins the error text of a failing change.
+func TestSinkPostgresErrorFormat(t *testing.T) {
+	_, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "t")
+	ensure(t, s, tb)
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	lsn, _ := parseLSN("0/16B3748")
+	err := pgApply(t, s, lsn+10, sinktest.Ins(tb, lsn, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	want := `sink/postgres: insert into "public"."t" at source LSN 0/16B3748: duplicate key value violates unique constraint "t_pkey" (SQLSTATE 23505)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n got %v\nwant %s", err, want)
+	}
+	err = pgApply(t, s, lsn+10, sinktest.Upd(tb, lsn+1, sinktest.Row(sinktest.T("99"), sinktest.T("x"), sinktest.N())))
+	want = `sink/postgres: update "public"."t" key (id)=(99) at source LSN 0/16B3749: row not found on the target (the target has diverged from the source)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+func parseLSN(s string) (source.LSN, error) {
+	var hi, lo uint32
+	if _, err := fmt.Sscanf(s, "%X/%X", &hi, &lo); err != nil {
+		return 0, err
+	}
+	return source.LSN(uint64(hi)<<32 | uint64(lo)), nil
+}
+
+// TestSinkPostgresTruncateRestartIdentity: RESTART IDENTITY resets the target's
+// sequences.
+func TestSinkPostgresTruncateRestartIdentity(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "ident")
+	ensure(t, s, tb)
+	pg.Exec(t, "ALTER TABLE public.ident ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY")
+	pg.Exec(t, "SELECT nextval(pg_get_serial_sequence('public.ident', 'id')) FROM generate_series(1, 5)")
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	tx, err := s.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Truncate(t.Context(), []*schema.Table{tb}, source.TruncateRestartIdentity); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(t.Context(), sink.Progress{Slot: sinktest.Slot, LSN: 20}); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.ident")
+	wantQuery(t, pg, "1", "SELECT nextval(pg_get_serial_sequence('public.ident', 'id'))")
+}
+
+// TestSinkPostgresTwoPhaseResume covers the crash windows of two-phase
+// transactions by finishing prepared transactions behind the sink's back.
+func TestSinkPostgresTwoPhaseResume(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	if !s.CanPrepare() {
+		t.Fatal("harness target has max_prepared_transactions = 0")
+	}
+	tb := sinktest.ItemsTable("public", "tpr")
+	ensure(t, s, tb)
+	prep := func(gid string, id string, at source.LSN) {
+		t.Helper()
+		tx, err := s.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Apply(t.Context(), sinktest.Ins(tb, at-1, sinktest.Row(sinktest.T(id), sinktest.N(), sinktest.N()))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Prepare(t.Context(), tx, gid, sink.Progress{Slot: sinktest.Slot, LSN: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Committed before a crash, bookkeeping lost: CommitPrepared finishes it.
+	prep("pgrelay_sinktest_1", "1", 100)
+	if found, err := s.PreparedRow(t.Context(), "pgrelay_sinktest_1"); err != nil || found {
+		t.Fatalf("PreparedRow of a still-prepared gid: %v, %v (want false: the row is not committed)", found, err)
+	}
+	pg.Exec(t, "COMMIT PREPARED 'pgrelay_sinktest_1'")
+	if found, err := s.PreparedRow(t.Context(), "pgrelay_sinktest_1"); err != nil || !found {
+		t.Fatalf("PreparedRow after COMMIT PREPARED: %v, %v", found, err)
+	}
+	if err := s.CommitPrepared(t.Context(), "pgrelay_sinktest_1", sink.Progress{Slot: sinktest.Slot, LSN: 110}); err != nil {
+		t.Fatalf("CommitPrepared of an already committed gid: %v", err)
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM pgrelay.prepared")
+	wantQuery(t, pg, "0/6E", "SELECT lsn::text FROM pgrelay.progress WHERE slot = $1", sinktest.Slot)
+	// Committed behind our back, then the source rolls it back: divergence.
+	prep("pgrelay_sinktest_2", "2", 200)
+	pg.Exec(t, "COMMIT PREPARED 'pgrelay_sinktest_2'")
+	err := s.RollbackPrepared(t.Context(), "pgrelay_sinktest_2", sink.Progress{Slot: sinktest.Slot, LSN: 210})
+	if err == nil || !strings.Contains(err.Error(), "already committed") {
+		t.Fatalf("RollbackPrepared of a committed gid: %v", err)
+	}
+	// Rolled back before a crash: RollbackPrepared only records progress.
+	prep("pgrelay_sinktest_3", "3", 300)
+	pg.Exec(t, "ROLLBACK PREPARED 'pgrelay_sinktest_3'")
+	if err := s.RollbackPrepared(t.Context(), "pgrelay_sinktest_3", sink.Progress{Slot: sinktest.Slot, LSN: 310}); err != nil {
+		t.Fatalf("RollbackPrepared of an already rolled back gid: %v", err)
+	}
+	wantQuery(t, pg, "0/136", "SELECT lsn::text FROM pgrelay.progress WHERE slot = $1", sinktest.Slot)
+	// Rolled back, but the source commits it: the target is missing data.
+	prep("pgrelay_sinktest_4", "4", 400)
+	pg.Exec(t, "ROLLBACK PREPARED 'pgrelay_sinktest_4'")
+	err = s.CommitPrepared(t.Context(), "pgrelay_sinktest_4", sink.Progress{Slot: sinktest.Slot, LSN: 410})
+	if err == nil || !strings.Contains(err.Error(), "rolled back or never prepared") {
+		t.Fatalf("CommitPrepared of a rolled back gid: %v", err)
+	}
+	wantQuery(t, pg, "1,2", "SELECT string_agg(id::text, ',' ORDER BY id) FROM public.tpr")
+	// PreparedGIDs only lists this database's transactions.
+	other := harness.Postgres(t, 15)
+	other.Exec(t, "CREATE TABLE x (i int); BEGIN; INSERT INTO x VALUES (1); PREPARE TRANSACTION 'pgrelay_sinktest_other'")
+	t.Cleanup(func() { other.Exec(t, "ROLLBACK PREPARED 'pgrelay_sinktest_other'") })
+	if gids, err := s.PreparedGIDs(t.Context(), "pgrelay_"); err != nil || len(gids) != 0 {
+		t.Fatalf("PreparedGIDs: %q, %v; want none", gids, err)
+	}
+}
+
+// TestSinkPostgresReconnect: a session killed in the middle of a transaction
+// gives a retryable error; the next Begin reconnects and the retry succeeds.
+func TestSinkPostgresReconnect(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "reconn")
+	ensure(t, s, tb)
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	ctx := t.Context()
+	tx, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Apply(ctx, sinktest.Upd(tb, 11, sinktest.Row(sinktest.T("1"), sinktest.T("lost"), sinktest.N()))); err != nil {
+		t.Fatal(err)
+	}
+	pg.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+	err = tx.Commit(ctx, sink.Progress{Slot: sinktest.Slot, LSN: 20})
+	if !errors.Is(err, sink.ErrRetryable) {
+		t.Fatalf("commit on a killed session: %v, want a retryable error", err)
+	}
+	_ = tx.Rollback(ctx)
+	mustApply(t, s, 20, sinktest.Upd(tb, 11, sinktest.Row(sinktest.T("1"), sinktest.T("retried"), sinktest.N())))
+	wantQuery(t, pg, "retried", "SELECT name FROM public.reconn WHERE id = 1")
+	wantQuery(t, pg, "0/14", "SELECT lsn::text FROM pgrelay.progress")
+}
+
+// TestSinkPostgresMigrations: concurrent Setups apply each version once; a
+// target newer than the binary is refused.
+func TestSinkPostgresMigrations(t *testing.T) {
+	pg := harness.Postgres(t, 15)
+	tg := &pgSinkTarget{pg: pg}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		s := tg.open(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Setup(t.Context(), fmt.Sprintf("slot%d", i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Setup %d: %v", i, err)
+		}
+	}
+	wantQuery(t, pg, "1", "SELECT string_agg(version::text, ',') FROM pgrelay.schema_migrations")
+	wantQuery(t, pg, "pgrelay.prepared,pgrelay.progress,pgrelay.schema_migrations,pgrelay.seed,pgrelay.table_state",
+		"SELECT string_agg(oid::regclass::text, ',' ORDER BY oid::regclass::text) FROM pg_class WHERE relnamespace = 'pgrelay'::regnamespace AND relkind = 'r'")
+	pg.Exec(t, "INSERT INTO pgrelay.schema_migrations (version, name) VALUES (999, 'future')")
+	s := tg.open(t)
+	_, err := s.Setup(t.Context(), "x")
+	if err == nil || !strings.Contains(err.Error(), "upgrade pgrelay") {
+		t.Fatalf("Setup on a newer target: %v", err)
+	}
+}
+
+// TestSinkPostgresSeedStore covers the snapshot bookkeeping and teardown.
+func TestSinkPostgresSeedStore(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	ctx := t.Context()
+	var store sink.SeedStore = s
+	if _, found, err := store.Seed(ctx, "a"); err != nil || found {
+		t.Fatalf("Seed before any: %v, %v", found, err)
+	}
+	if err := store.StartSeed(ctx, "a", 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []sink.TableState{
+		{Schema: "public", Name: "b", State: sink.TablePending},
+		{Schema: "public", Name: "a", State: sink.TableCopying},
+		{Schema: "public", Name: "a", State: sink.TableCopied, Rows: 10, Bytes: 100},
+	} {
+		if err := store.SetTableState(ctx, "a", st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.SetTableState(ctx, "a", sink.TableState{Schema: "public", Name: "c", State: "weird"}); err == nil {
+		t.Fatal("unknown state accepted")
+	}
+	states, err := store.TableStates(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 2 || states[0].Name != "a" || states[0].State != sink.TableCopied || states[0].Rows != 10 || states[0].Bytes != 100 || states[1].State != sink.TablePending {
+		t.Fatalf("states: %+v", states)
+	}
+	if err := store.MarkSeeded(ctx, "a", 0x2000); err == nil {
+		t.Fatal("MarkSeeded at another consistent point accepted")
+	}
+	if err := store.MarkSeeded(ctx, "a", 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	seed, found, err := store.Seed(ctx, "a")
+	if err != nil || !found || !seed.SnapshotDone || seed.ConsistentPoint != 0x1000 || seed.DoneAt.IsZero() {
+		t.Fatalf("Seed: %+v %v %v", seed, found, err)
+	}
+	if p, err := s.Progress(ctx, "a"); err != nil || p.LSN != 0x1000 {
+		t.Fatalf("progress after MarkSeeded: %+v %v", p, err)
+	}
+	// A new seed forgets the table states.
+	if err := store.StartSeed(ctx, "a", 0x3000); err != nil {
+		t.Fatal(err)
+	}
+	if states, _ := store.TableStates(ctx, "a"); len(states) != 0 {
+		t.Fatalf("states after a new seed: %+v", states)
+	}
+	if err := store.StartSeed(ctx, "b", 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Teardown(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery(t, pg, "b", "SELECT string_agg(slot, ',') FROM pgrelay.seed")
+	if err := store.Teardown(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery(t, pg, "f", "SELECT to_regnamespace('pgrelay') IS NOT NULL")
+	if err := store.Teardown(ctx, "b"); err != nil {
+		t.Fatalf("Teardown twice: %v", err)
+	}
+}
+
+// TestSinkPostgresCopyFromClean redoes an unfinished table load.
+func TestSinkPostgresCopyFromClean(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "clean")
+	ensure(t, s, tb)
+	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("1\tpartial\t\\N\n2\tpartial\t\\N\n")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CopyFromClean(t.Context(), tb, strings.NewReader("1\tfull\t\\N\n2\tfull\t\\N\n3\tfull\t\\N\n"))
+	if err != nil || n != 3 {
+		t.Fatalf("CopyFromClean: %d, %v", n, err)
+	}
+	wantQuery(t, pg, "3 full", "SELECT count(*) || ' ' || min(name) FROM public.clean")
+}
+
+// Benchmarks: rows per second through the sink on a local PostgreSQL 15.
+// go test ./integration/ -run '^$' -bench SinkPostgres -benchtime 100000x
+
+func benchSink(b *testing.B, opts postgres.Options) (*harness.PG, *postgres.Sink, *schema.Table) {
+	pg := harness.Postgres(b, 15)
+	s, err := postgres.New(b.Context(), pg.URL(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	if _, err := s.Setup(b.Context(), "bench"); err != nil {
+		b.Fatal(err)
+	}
+	tb := sinktest.ItemsTable("public", "bench")
+	if err := s.EnsureTable(b.Context(), tb, nil); err != nil {
+		b.Fatal(err)
+	}
+	return pg, s, tb
+}
+
+// benchApply applies n changes made by mk in transactions of txSize changes.
+func benchApply(b *testing.B, s *postgres.Sink, n, txSize int, mk func(i int) *sink.Change) {
+	ctx := b.Context()
+	b.ResetTimer()
+	for start := 0; start < n; start += txSize {
+		tx, err := s.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := start; i < min(start+txSize, n); i++ {
+			if err := tx.Apply(ctx, mk(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(ctx, sink.Progress{Slot: "bench", LSN: source.LSN(start + txSize)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func benchRow(i int, name string) source.Tuple {
+	return sinktest.Row(sinktest.T(fmt.Sprint(i)), sinktest.T(name), sinktest.T("some note text that is not short"))
+}
+
+func BenchmarkSinkPostgresCopyInserts(b *testing.B) {
+	_, s, tb := benchSink(b, postgres.Options{})
+	benchApply(b, s, b.N, 10000, func(i int) *sink.Change { return sinktest.Ins(tb, source.LSN(i), benchRow(i, "inserted")) })
+}
+
+func BenchmarkSinkPostgresInsertStatements(b *testing.B) {
+	_, s, tb := benchSink(b, postgres.Options{CopyThreshold: -1})
+	benchApply(b, s, b.N, 10000, func(i int) *sink.Change { return sinktest.Ins(tb, source.LSN(i), benchRow(i, "inserted")) })
+}
+
+func BenchmarkSinkPostgresUpdates(b *testing.B) {
+	pg, s, tb := benchSink(b, postgres.Options{})
+	const rows = 100000
+	pg.Exec(b, fmt.Sprintf("INSERT INTO public.bench SELECT g, 'x', 'y' FROM generate_series(0, %d) g", rows-1))
+	pg.Exec(b, "VACUUM ANALYZE public.bench")
+	benchApply(b, s, b.N, 10000, func(i int) *sink.Change {
+		return sinktest.Upd(tb, source.LSN(i), sinktest.Row(sinktest.T(fmt.Sprint(i%rows)), sinktest.T(fmt.Sprint("updated ", i)), sinktest.U()))
+	})
+}
+
+// BenchmarkSinkPostgresSmallTransactions: one update per target commit, the
+// worst case for round trips (group commit in apply avoids it under backlog).
+func BenchmarkSinkPostgresSmallTransactions(b *testing.B) {
+	pg, s, tb := benchSink(b, postgres.Options{})
+	pg.Exec(b, "INSERT INTO public.bench SELECT g, 'x', 'y' FROM generate_series(0, 999) g")
+	benchApply(b, s, b.N, 1, func(i int) *sink.Change {
+		return sinktest.Upd(tb, source.LSN(i), sinktest.Row(sinktest.T(fmt.Sprint(i%1000)), sinktest.T("u"), sinktest.U()))
+	})
+}
+
+// BenchmarkSinkPostgresRunLength compares COPY and INSERT statements for insert
+// runs of a given length (two tables alternate), to place CopyThreshold.
+func BenchmarkSinkPostgresRunLength(b *testing.B) {
+	for _, run := range []int{8, 16, 32, 64, 512} {
+		for _, mode := range []struct {
+			name      string
+			threshold int
+		}{{"copy", 1}, {"statements", -1}} {
+			b.Run(fmt.Sprintf("run%d/%s", run, mode.name), func(b *testing.B) {
+				pg, s, tb := benchSink(b, postgres.Options{CopyThreshold: mode.threshold})
+				other := sinktest.ItemsTable("public", "bench2")
+				if err := s.EnsureTable(b.Context(), other, nil); err != nil {
+					b.Fatal(err)
+				}
+				_ = pg
+				benchApply(b, s, b.N, 10000, func(i int) *sink.Change {
+					t := tb
+					if (i/run)%2 == 1 {
+						t = other
+					}
+					return sinktest.Ins(t, source.LSN(i), benchRow(i, "inserted"))
+				})
+			})
+		}
+	}
+}
+
+// TestSinkPostgresFailedEndsLeaveSessionClean: a failed Commit or Prepare
+// rolls the target transaction back by itself, so the next transaction starts
+// on a clean session even when the caller does not call Rollback.
+func TestSinkPostgresFailedEndsLeaveSessionClean(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "clean_end")
+	ensure(t, s, tb)
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	ctx := t.Context()
+	dup := sinktest.Ins(tb, 11, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N()))
+	tx, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Apply(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx, sink.Progress{Slot: sinktest.Slot, LSN: 20}); err == nil {
+		t.Fatal("duplicate committed")
+	}
+	tx, err = s.Begin(ctx)
+	if err != nil {
+		t.Fatalf("Begin after a failed Commit: %v", err)
+	}
+	if err := tx.Apply(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prepare(ctx, tx, "pgrelay_clean_1", sink.Progress{Slot: sinktest.Slot, LSN: 30}); err == nil {
+		t.Fatal("duplicate prepared")
+	}
+	mustApply(t, s, 40, sinktest.Ins(tb, 31, sinktest.Row(sinktest.T("2"), sinktest.N(), sinktest.N())))
+	wantQuery(t, pg, "1,2", "SELECT string_agg(id::text, ',' ORDER BY id) FROM public.clean_end")
+	wantQuery(t, pg, "0", "SELECT count(*) FROM pg_prepared_xacts")
+	wantQuery(t, pg, "0/28", "SELECT lsn::text FROM pgrelay.progress")
+}
+
+// TestSinkPostgresCannotPrepare: with max_prepared_transactions = 0 the sink
+// says so at Setup (CanPrepare) and Prepare explains what to change.
+func TestSinkPostgresCannotPrepare(t *testing.T) {
+	pg := harness.Postgres(t, 15, harness.WithSetting("max_prepared_transactions", "0"))
+	s := (&pgSinkTarget{pg: pg}).open(t)
+	if _, err := s.Setup(t.Context(), sinktest.Slot); err != nil {
+		t.Fatal(err)
+	}
+	if s.CanPrepare() {
+		t.Fatal("CanPrepare with max_prepared_transactions = 0")
+	}
+	tb := sinktest.ItemsTable("public", "np")
+	ensure(t, s, tb)
+	tx, err := s.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Apply(t.Context(), sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N()))); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Prepare(t.Context(), tx, "pgrelay_np", sink.Progress{Slot: sinktest.Slot, LSN: 10})
+	if err == nil || !strings.Contains(err.Error(), "max_prepared_transactions") || !strings.Contains(err.Error(), "PGRELAY_TWO_PHASE=off") {
+		t.Fatalf("Prepare without prepared transactions: %v", err)
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.np")
+	mustApply(t, s, 20, sinktest.Ins(tb, 11, sinktest.Row(sinktest.T("2"), sinktest.N(), sinktest.N())))
+}

@@ -1,0 +1,87 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pgrelay/pgrelay/schema"
+)
+
+// EnsureTable creates t's schema, types and table when missing, or evolves the
+// table from prev, with schema.Postgres's DDL. Inside an open transaction the DDL
+// joins it, after the changes queued before it, so a schema change commits with
+// the source transaction that carried it; otherwise it runs in its own.
+func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
+	if t == nil {
+		return errors.New("sink/postgres: ensure table: no table")
+	}
+	qname := quotedTable(s.dialect, t)
+	if prev != nil && schema.SameDefinition(prev, t) {
+		return nil
+	}
+	conn, err := s.applyConn(ctx)
+	if err != nil {
+		return err
+	}
+	var ddl []string
+	sch, _ := s.dialect.TargetTable(t)
+	ddl = append(ddl, s.dialect.CreateSchema(sch))
+	ddl = append(ddl, s.dialect.CreateTypes(t)...)
+	create := prev == nil
+	if !create {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", quotedTable(s.dialect, prev)).Scan(&exists); err != nil {
+			return classify(fmt.Errorf("sink/postgres: ensure table %s: look up %s: %w", qname, quotedTable(s.dialect, prev), err), conn.IsClosed())
+		}
+		create = !exists
+	}
+	var more []string
+	if create {
+		more, err = s.dialect.CreateTable(t)
+	} else {
+		more, err = s.dialect.AlterTable(prev, t)
+	}
+	if err != nil {
+		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+	}
+	ddl = append(ddl, more...)
+
+	tx := s.cur
+	own := tx == nil
+	if own {
+		if tx, err = s.begin(ctx); err != nil {
+			return err
+		}
+	} else if err := tx.usable(); err != nil {
+		return err
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return err
+	}
+	tx.queueBegin()
+	for _, stmt := range ddl {
+		tx.batch.ExecParams(stmt, nil, nil, nil, nil)
+		tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
+	}
+	if own {
+		tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)
+		tx.ops = append(tx.ops, op{kind: opCommit, table: qname})
+	}
+	err = tx.send(ctx)
+	if own {
+		if err != nil {
+			_ = tx.Rollback(ctx)
+		} else {
+			tx.finish()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		s.forget(prev)
+	}
+	s.forget(t)
+	return nil
+}

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// ErrRowNotFound is wrapped by the error of an update or delete whose row is not
+// on the target: the target has diverged from the source.
+var ErrRowNotFound = errors.New("row not found on the target (the target has diverged from the source)")
+
+// ErrNoIdentity is wrapped by the error of an update or delete on a table without
+// a replica identity key.
+var ErrNoIdentity = errors.New("table has no replica identity")
+
+// ChangeError is the error of one queued operation: what it did, to which table,
+// at which source LSN, and what the target said.
+type ChangeError struct {
+	Op    string // "insert into", "update", "delete from", "truncate", "copy into", …
+	Table string // quoted target name, e.g. "public"."t"
+	LSN   source.LSN
+	// LastLSN is set for COPY runs whose failing row is unknown: the error is
+	// somewhere in LSN..LastLSN.
+	LastLSN source.LSN
+	Key     string // identity of the row for updates and deletes, e.g. (id)=(42)
+	Err     error
+}
+
+func (e *ChangeError) Error() string {
+	var b strings.Builder
+	b.WriteString("sink/postgres: ")
+	b.WriteString(e.Op)
+	if e.Table != "" {
+		b.WriteByte(' ')
+		b.WriteString(e.Table)
+	}
+	if e.Key != "" {
+		b.WriteString(" key ")
+		b.WriteString(e.Key)
+	}
+	if e.LSN != 0 || e.LastLSN != 0 {
+		fmt.Fprintf(&b, " at source LSN %s", e.LSN)
+		if e.LastLSN != 0 && e.LastLSN != e.LSN {
+			fmt.Fprintf(&b, "..%s", e.LastLSN)
+		}
+	}
+	b.WriteString(": ")
+	b.WriteString(describe(e.Err))
+	return b.String()
+}
+
+func (e *ChangeError) Unwrap() error { return e.Err }
+
+// describe renders a server error as PostgreSQL words it, without the severity.
+func describe(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
+	}
+	return err.Error()
+}
+
+// retryableCodes are the SQLSTATEs after which a whole target transaction can be
+// retried: nothing of it was committed and a new attempt can succeed.
+var retryableCodes = map[string]bool{
+	"40001": true, // serialization_failure
+	"40P01": true, // deadlock_detected
+	"55P03": true, // lock_not_available
+	"57P01": true, // admin_shutdown
+	"57P02": true, // crash_shutdown
+	"57P03": true, // cannot_connect_now
+	"53300": true, // too_many_connections
+	"58030": true, // io_error
+}
+
+// isRetryable reports whether the target transaction that failed with err can be
+// retried as a whole. lost tells whether the connection is gone: a transaction
+// cut off before COMMIT was sent is rolled back by the server, so it may be
+// retried too.
+func isRetryable(err error, lost bool) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return retryableCodes[pgErr.Code] || strings.HasPrefix(pgErr.Code, "08")
+	}
+	return lost || pgconn.SafeToRetry(err)
+}
+
+// classify wraps err with sink.Retryable when the transaction may be retried.
+func classify(err error, lost bool) error {
+	if err == nil {
+		return nil
+	}
+	if isRetryable(err, lost) {
+		return sink.Retryable(err)
+	}
+	return err
+}
+
+// sqlState returns the SQLSTATE of a server error, "" for others.
+func sqlState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}

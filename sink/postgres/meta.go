@@ -1,0 +1,237 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/pgrelay/pgrelay/migrations"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+var _ sink.SeedStore = (*Sink)(nil)
+
+// withMeta runs fn on the metadata connection, opening it on first use and
+// again after a loss. The metadata schema must exist (Setup creates it).
+func (s *Sink) withMeta(ctx context.Context, fn func(*pgx.Conn) error) error {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	if s.meta == nil || s.meta.IsClosed() {
+		conn, err := s.connect(ctx)
+		if err != nil {
+			return err
+		}
+		s.meta = conn
+	}
+	err := fn(s.meta)
+	if err != nil {
+		return classify(err, s.meta.IsClosed())
+	}
+	return nil
+}
+
+// progressArgs are the text parameters of progressSQL.
+func progressArgs(slot string, p sink.Progress) [][]byte {
+	var commitTime []byte
+	if !p.CommitTime.IsZero() {
+		commitTime = []byte(p.CommitTime.UTC().Format(time.RFC3339Nano))
+	}
+	return [][]byte{[]byte(slot), []byte(p.LSN.String()), commitTime}
+}
+
+func readProgress(ctx context.Context, conn *pgx.Conn, slot string) (sink.Progress, error) {
+	p := sink.Progress{Slot: slot}
+	var lsn string
+	var commitTime pgtype.Timestamptz
+	err := conn.QueryRow(ctx, "SELECT lsn::text, commit_time FROM pgrelay.progress WHERE slot = $1", slot).Scan(&lsn, &commitTime)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("sink/postgres: read progress of slot %q: %w", slot, err)
+	}
+	if p.LSN, err = pglogrepl.ParseLSN(lsn); err != nil {
+		return p, fmt.Errorf("sink/postgres: read progress of slot %q: %w", slot, err)
+	}
+	if commitTime.Valid {
+		p.CommitTime = commitTime.Time
+	}
+	return p, nil
+}
+
+// Progress reads the stored progress of slot without changing anything (for
+// status reports); the zero LSN when none is stored.
+func (s *Sink) Progress(ctx context.Context, slot string) (sink.Progress, error) {
+	var p sink.Progress
+	err := s.withMeta(ctx, func(conn *pgx.Conn) (err error) {
+		p, err = readProgress(ctx, conn, slot)
+		return err
+	})
+	return p, err
+}
+
+// Seed returns the slot's seed record.
+func (s *Sink) Seed(ctx context.Context, slot string) (seed sink.Seed, found bool, err error) {
+	err = s.withMeta(ctx, func(conn *pgx.Conn) error {
+		var point string
+		var doneAt pgtype.Timestamptz
+		err := conn.QueryRow(ctx, `SELECT consistent_point::text, snapshot_done, created_at, done_at
+			FROM pgrelay.seed WHERE slot = $1`, slot).Scan(&point, &seed.SnapshotDone, &seed.CreatedAt, &doneAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		seed.Slot = slot
+		seed.DoneAt = doneAt.Time
+		seed.ConsistentPoint, err = pglogrepl.ParseLSN(point)
+		return err
+	})
+	if err != nil {
+		return sink.Seed{}, false, fmt.Errorf("sink/postgres: read seed of slot %q: %w", slot, err)
+	}
+	return seed, found, nil
+}
+
+// StartSeed records a new snapshot at consistentPoint and forgets the slot's
+// previous table states.
+func (s *Sink) StartSeed(ctx context.Context, slot string, consistentPoint source.LSN) error {
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "DELETE FROM pgrelay.table_state WHERE slot = $1", slot); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO pgrelay.seed (slot, consistent_point, snapshot_done, created_at, done_at)
+				VALUES ($1, $2::text::pg_lsn, false, now(), NULL)
+				ON CONFLICT (slot) DO UPDATE SET consistent_point = excluded.consistent_point,
+					snapshot_done = false, created_at = now(), done_at = NULL`, slot, consistentPoint.String())
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("sink/postgres: start seed of slot %q: %w", slot, err)
+	}
+	return nil
+}
+
+// MarkSeeded marks the snapshot done and moves the slot's progress to
+// consistentPoint in the same transaction.
+func (s *Sink) MarkSeeded(ctx context.Context, slot string, consistentPoint source.LSN) error {
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `UPDATE pgrelay.seed SET snapshot_done = true, done_at = now()
+				WHERE slot = $1 AND consistent_point = $2::text::pg_lsn`, slot, consistentPoint.String())
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() != 1 {
+				return fmt.Errorf("no seed started at %s (StartSeed first)", consistentPoint)
+			}
+			args := progressArgs(slot, sink.Progress{Slot: slot, LSN: consistentPoint})
+			_, err = tx.Exec(ctx, progressSQL, string(args[0]), string(args[1]), nil)
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("sink/postgres: mark slot %q seeded: %w", slot, err)
+	}
+	return nil
+}
+
+// TableStates lists the slot's snapshot table states by schema and name.
+func (s *Sink) TableStates(ctx context.Context, slot string) ([]sink.TableState, error) {
+	var states []sink.TableState
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT schema, name, state, rows, bytes, coalesce(sync_lsn::text, ''), updated_at
+			FROM pgrelay.table_state WHERE slot = $1 ORDER BY schema, name`, slot)
+		if err != nil {
+			return err
+		}
+		states, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sink.TableState, error) {
+			var st sink.TableState
+			var syncLSN string
+			err := r.Scan(&st.Schema, &st.Name, &st.State, &st.Rows, &st.Bytes, &syncLSN, &st.UpdatedAt)
+			if err == nil && syncLSN != "" {
+				st.SyncLSN, err = pglogrepl.ParseLSN(syncLSN)
+			}
+			return st, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink/postgres: read table states of slot %q: %w", slot, err)
+	}
+	return states, nil
+}
+
+// SetTableState inserts or replaces one table's snapshot state.
+func (s *Sink) SetTableState(ctx context.Context, slot string, st sink.TableState) error {
+	switch st.State {
+	case sink.TablePending, sink.TableCopying, sink.TableCopied, sink.TableIndexed:
+	default:
+		return fmt.Errorf("sink/postgres: set state of table %s.%s: unknown state %q (want pending, copying, copied or indexed)", st.Schema, st.Name, st.State)
+	}
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		var syncLSN *string
+		if st.SyncLSN != 0 {
+			l := st.SyncLSN.String()
+			syncLSN = &l
+		}
+		// A table keeps its sync LSN until a new seed forgets every state.
+		_, err := conn.Exec(ctx, `INSERT INTO pgrelay.table_state (slot, schema, name, state, rows, bytes, sync_lsn, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::text::pg_lsn, now())
+			ON CONFLICT (slot, schema, name) DO UPDATE SET state = excluded.state, rows = excluded.rows,
+				bytes = excluded.bytes, sync_lsn = coalesce(excluded.sync_lsn, pgrelay.table_state.sync_lsn),
+				updated_at = now()`, slot, st.Schema, st.Name, st.State, st.Rows, st.Bytes, syncLSN)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sink/postgres: set state of table %s.%s: %w", st.Schema, st.Name, err)
+	}
+	return nil
+}
+
+// Teardown removes the slot's rows from pgrelay's metadata, and the pgrelay
+// schema when no other slot has any. It takes the migrations' advisory lock so
+// it cannot interleave with another instance's Setup. Prepared transactions are
+// left alone: roll them back (RollbackPrepared) first.
+func (s *Sink) Teardown(ctx context.Context, slot string) error {
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrations.PostgresLockKey); err != nil {
+				return err
+			}
+			var exists bool
+			if err := tx.QueryRow(ctx, "SELECT to_regnamespace('pgrelay') IS NOT NULL").Scan(&exists); err != nil || !exists {
+				return err
+			}
+			var others bool
+			err := tx.QueryRow(ctx, `
+				WITH p AS (DELETE FROM pgrelay.progress WHERE slot = $1),
+				     x AS (DELETE FROM pgrelay.prepared WHERE slot = $1),
+				     t AS (DELETE FROM pgrelay.table_state WHERE slot = $1),
+				     s AS (DELETE FROM pgrelay.seed WHERE slot = $1)
+				SELECT EXISTS (SELECT FROM pgrelay.progress WHERE slot <> $1)
+				    OR EXISTS (SELECT FROM pgrelay.prepared WHERE slot <> $1)
+				    OR EXISTS (SELECT FROM pgrelay.table_state WHERE slot <> $1)
+				    OR EXISTS (SELECT FROM pgrelay.seed WHERE slot <> $1)`, slot).Scan(&others)
+			if err != nil || others {
+				return err
+			}
+			_, err = tx.Exec(ctx, "DROP SCHEMA pgrelay CASCADE")
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("sink/postgres: teardown of slot %q: %w", slot, err)
+	}
+	return nil
+}

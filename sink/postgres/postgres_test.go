@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+func TestAppendCopyText(t *testing.T) {
+	cases := map[string]string{
+		"plain":            "plain",
+		"":                 "",
+		"a\tb":             `a\tb`,
+		"a\nb\r\n":         `a\nb\r\n`,
+		`back\slash`:       `back\\slash`,
+		`\N`:               `\\N`,
+		"\\.":              `\\.`,
+		"ünï 日本 🎉":         "ünï 日本 🎉",
+		"\\\t\n\r\\":       `\\\t\n\r\\`,
+		"trailing\\":       `trailing\\`,
+		"\x01\x7f control": "\x01\x7f control",
+	}
+	for in, want := range cases {
+		if got := string(appendCopyText(nil, []byte(in))); got != want {
+			t.Errorf("appendCopyText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestInsertRunEncode(t *testing.T) {
+	tb := &schema.Table{Schema: "s", Name: "t", ReplicaIdentity: schema.IdentityDefault, Columns: []schema.Column{{Name: "a"}, {Name: "b"}}}
+	ts := newTableStatements(schema.Postgres, tb)
+	var r insertRun
+	for _, row := range []source.Tuple{
+		{{Kind: source.ValueText, Data: []byte("1")}, {Kind: source.ValueNull}},
+		{{Kind: source.ValueText, Data: []byte("x\ty")}, {Kind: source.ValueText, Data: []byte{}}},
+	} {
+		if !r.add(ts, &sink.Change{Kind: sink.Insert, Table: tb, New: row}) {
+			t.Fatal("text row refused")
+		}
+	}
+	if r.add(ts, &sink.Change{Kind: sink.Insert, Table: tb, New: source.Tuple{{Kind: source.ValueBinary, Data: []byte{1}}, {Kind: source.ValueNull}}}) {
+		t.Fatal("binary row accepted into a COPY run")
+	}
+	if got, want := string(r.encode(nil)), "1\t\\N\nx\\ty\t\n"; got != want {
+		t.Fatalf("encode = %q, want %q", got, want)
+	}
+	if ts.copySQL != `COPY "s"."t" ("a", "b") FROM STDIN` {
+		t.Fatalf("copy SQL %q", ts.copySQL)
+	}
+}
+
+func table(identity byte, cols ...schema.Column) *schema.Table {
+	return &schema.Table{Schema: "public", Name: "T x", ReplicaIdentity: identity, Columns: cols}
+}
+
+func v(s string) source.Value { return source.Value{Kind: source.ValueText, Data: []byte(s)} }
+
+var (
+	null      = source.Value{Kind: source.ValueNull}
+	unchanged = source.Value{Kind: source.ValueUnchanged}
+)
+
+// TestStatementSQL pins the SQL generated for each change shape.
+func TestStatementSQL(t *testing.T) {
+	keyed := table(schema.IdentityDefault,
+		schema.Column{Name: "id", Key: true, TypeOID: 20},
+		schema.Column{Name: "Name", TypeOID: 25},
+		schema.Column{Name: `q"t`, TypeOID: 25})
+	full := table(schema.IdentityFull,
+		schema.Column{Name: "a", TypeOID: 20},
+		schema.Column{Name: "j", TypeOID: 114},
+		schema.Column{Name: "d", TypeOID: 99999, Type: &schema.Type{Category: schema.CategoryDomain, BaseOID: 600}})
+	cases := []struct {
+		name    string
+		tb      *schema.Table
+		ch      sink.Change
+		sql     string
+		oids    []uint32
+		wantErr string
+	}{
+		{name: "update all", tb: keyed,
+			ch:  sink.Change{Kind: sink.Update, New: source.Tuple{v("1"), v("n"), null}},
+			sql: `UPDATE "public"."T x" SET "id" = $1, "Name" = $2, "q""t" = $3 WHERE "id" = $4`, oids: []uint32{0, 0, 0, 0}},
+		{name: "update unchanged toast left out", tb: keyed,
+			ch:  sink.Change{Kind: sink.Update, New: source.Tuple{v("1"), unchanged, v("x")}},
+			sql: `UPDATE "public"."T x" SET "id" = $1, "q""t" = $2 WHERE "id" = $3`, oids: []uint32{0, 0, 0}},
+		{name: "key change by old key tuple", tb: keyed,
+			ch:  sink.Change{Kind: sink.Update, OldKind: source.OldKey, Old: source.Tuple{v("1"), null, null}, New: source.Tuple{v("2"), unchanged, unchanged}},
+			sql: `UPDATE "public"."T x" SET "id" = $1 WHERE "id" = $2`, oids: []uint32{0, 0}},
+		{name: "delete by key", tb: keyed,
+			ch:  sink.Change{Kind: sink.Delete, OldKind: source.OldKey, Old: source.Tuple{v("1"), null, null}},
+			sql: `DELETE FROM "public"."T x" WHERE "id" = $1`, oids: []uint32{0}},
+		{name: "full update with nulls and text-compared types", tb: full,
+			ch:   sink.Change{Kind: sink.Update, OldKind: source.OldFull, Old: source.Tuple{null, v("{}"), v("(1,2)")}, New: source.Tuple{v("1"), v("{}"), v("(1,2)")}},
+			sql:  `UPDATE "public"."T x" SET "a" = $1, "j" = $2, "d" = $3 WHERE ctid = (SELECT ctid FROM "public"."T x" WHERE "a" IS NULL AND "j"::text = $4::text AND "d"::text = $5::text LIMIT 1)`,
+			oids: []uint32{0, 0, 0, 114, 600}},
+		{name: "full delete skips unsent old values", tb: full,
+			ch:  sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{v("1"), unchanged, null}},
+			sql: `DELETE FROM "public"."T x" WHERE ctid = (SELECT ctid FROM "public"."T x" WHERE "a" = $1 AND "d" IS NULL LIMIT 1)`, oids: []uint32{0}},
+		{name: "key not sent", tb: keyed,
+			ch:      sink.Change{Kind: sink.Update, New: source.Tuple{unchanged, v("n"), null}},
+			wantErr: `key column "id" was not sent`},
+		{name: "wrong arity", tb: keyed,
+			ch:      sink.Change{Kind: sink.Update, New: source.Tuple{v("1")}},
+			wantErr: "new row has 1 values, table has 3 columns"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newTableStatements(schema.Postgres, c.tb)
+			locate := c.ch.Old
+			if c.ch.OldKind == source.OldNone {
+				locate = c.ch.New
+			}
+			key, err := ts.shapeKey(nil, &c.ch, locate)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := ts.buildShape(key)
+			if st.sql != c.sql {
+				t.Fatalf("SQL\n got %s\nwant %s", st.sql, c.sql)
+			}
+			if fmt.Sprint(st.paramOIDs) != fmt.Sprint(c.oids) {
+				t.Fatalf("param OIDs %v, want %v", st.paramOIDs, c.oids)
+			}
+		})
+	}
+	if got := newTableStatements(schema.Postgres, keyed).insertStatement().sql; got != `INSERT INTO "public"."T x" ("id", "Name", "q""t") VALUES ($1, $2, $3)` {
+		t.Fatalf("insert SQL %s", got)
+	}
+}
+
+func TestKeyText(t *testing.T) {
+	tb := table(schema.IdentityIndex, schema.Column{Name: "a", Key: true}, schema.Column{Name: "x"}, schema.Column{Name: "b", Key: true})
+	ts := newTableStatements(schema.Postgres, tb)
+	got := string(ts.keyText(nil, source.Tuple{v("1"), null, v(strings.Repeat("z", 100))}))
+	want := "(a, b)=(1, " + strings.Repeat("z", 64) + "…)"
+	if got != want {
+		t.Fatalf("keyText = %q, want %q", got, want)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		err       error
+		lost      bool
+		retryable bool
+	}{
+		{&pgconn.PgError{Code: "40001"}, false, true},
+		{&pgconn.PgError{Code: "40P01"}, false, true},
+		{&pgconn.PgError{Code: "57P01"}, true, true},
+		{&pgconn.PgError{Code: "08006"}, true, true},
+		{&pgconn.PgError{Code: "23505"}, false, false},
+		{&pgconn.PgError{Code: "22P02"}, true, false},
+		{io.ErrUnexpectedEOF, true, true},
+		{io.ErrUnexpectedEOF, false, false},
+		{fmt.Errorf("wrapped: %w", errors.Join(errors.New("x"), &pgconn.PgError{Code: "40001"})), false, true},
+	} {
+		err := classify(&ChangeError{Op: "insert into", Table: `"t"`, Err: c.err}, c.lost)
+		if got := errors.Is(err, sink.ErrRetryable); got != c.retryable {
+			t.Errorf("classify(%v, lost=%v): retryable %v, want %v", c.err, c.lost, got, c.retryable)
+		}
+	}
+}
+
+func TestChangeErrorText(t *testing.T) {
+	err := &ChangeError{Op: "insert into", Table: `"public"."t"`, LSN: 0x16B3748,
+		Err: &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: `duplicate key value violates unique constraint "t_pkey"`}}
+	want := `sink/postgres: insert into "public"."t" at source LSN 0/16B3748: duplicate key value violates unique constraint "t_pkey" (SQLSTATE 23505)`
+	if err.Error() != want {
+		t.Fatalf("got  %s\nwant %s", err, want)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		t.Fatal("ChangeError does not unwrap to the PgError")
+	}
+	run := &ChangeError{Op: "copy into", Table: `"t"`, LSN: 0x10, LastLSN: 0x20, Err: errors.New("boom")}
+	if got := run.Error(); got != `sink/postgres: copy into "t" at source LSN 0/10..0/20: boom` {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestCopyLine(t *testing.T) {
+	err := &ChangeError{Err: &pgconn.PgError{Code: "23505", Where: `COPY pipe, line 151`}}
+	if got := copyLine(err); got != 151 {
+		t.Fatalf("copyLine = %d, want 151", got)
+	}
+	if got := copyLine(&pgconn.PgError{Where: `COPY t, line 3, column id: "x"`}); got != 3 {
+		t.Fatalf("copyLine = %d, want 3", got)
+	}
+	if got := copyLine(errors.New("x")); got != 0 {
+		t.Fatalf("copyLine = %d, want 0", got)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	var o Options
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.BatchSize != 1000 || o.CopyThreshold != 64 || o.BatchBytes == 0 || o.CopyBytes == 0 {
+		t.Fatalf("defaults %+v", o)
+	}
+	bad := Options{BatchSize: -1}
+	if err := bad.Validate(); err == nil {
+		t.Fatal("negative BatchSize accepted")
+	}
+	off := Options{CopyThreshold: -1}
+	if err := off.Validate(); err != nil || off.CopyThreshold != -1 {
+		t.Fatalf("CopyThreshold -1 (off): %+v %v", off, err)
+	}
+}
+
+func TestBinaryOK(t *testing.T) {
+	if !binaryOK(&schema.Column{TypeOID: 23}) {
+		t.Fatal("int4 refused")
+	}
+	if !binaryOK(&schema.Column{TypeOID: 50000, Type: &schema.Type{Category: schema.CategoryEnum}}) {
+		t.Fatal("enum refused")
+	}
+	if binaryOK(&schema.Column{TypeOID: 50001, Type: &schema.Type{Category: schema.CategoryComposite}}) {
+		t.Fatal("composite accepted: its binary form carries OIDs of the source")
+	}
+}

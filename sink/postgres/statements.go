@@ -1,0 +1,313 @@
+package postgres
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// maxStatementsPerTable bounds the prepared statements kept per table version:
+// updates are prepared per unchanged-TOAST mask and, under REPLICA IDENTITY FULL,
+// per NULL mask of the old row. Past the bound new shapes run unnamed (parsed per
+// execution) rather than growing the server's memory without limit.
+const maxStatementsPerTable = 256
+
+// textCompareTypes are built-in types without a default btree equality operator
+// (PostgreSQL's own apply cannot match them under REPLICA IDENTITY FULL). Their
+// values are matched by text form: both sides go through the same output function
+// in the target session. Keyed by type OID, including the array types.
+var textCompareTypes = map[uint32]bool{
+	114: true, 199: true, // json, json[]
+	142: true, 143: true, // xml, xml[]
+	600: true, 1017: true, // point, point[]
+	601: true, 1018: true, // lseg, lseg[]
+	602: true, 1019: true, // path, path[]
+	603: true, 1020: true, // box, box[]
+	604: true, 1027: true, // polygon, polygon[]
+	628: true, 629: true, // line, line[]
+	718: true, 719: true, // circle, circle[]
+}
+
+// firstUserOID is PostgreSQL's FirstNormalObjectId: OIDs below it are built in
+// and the same on every server.
+const firstUserOID = 16384
+
+// textCompareOID returns the built-in type to declare for a parameter compared
+// by text form, 0 when the column compares with its own equality operator.
+func textCompareOID(c *schema.Column) uint32 {
+	oid := c.TypeOID
+	if c.Type != nil && c.Type.Category == schema.CategoryDomain {
+		oid = c.Type.BaseOID
+	}
+	if textCompareTypes[oid] {
+		return oid
+	}
+	return 0
+}
+
+// binaryOK reports whether a binary ('b') value from the source can be passed
+// to the target as a binary parameter of column c: the binary forms agree for
+// built-in types and enums, not for types whose binary form embeds OIDs that
+// differ between servers (arrays and composites of user types, ranges, domains
+// over such).
+func binaryOK(c *schema.Column) bool {
+	if c.TypeOID < firstUserOID {
+		return true
+	}
+	return c.Type != nil && c.Type.Category == schema.CategoryEnum
+}
+
+// param says where one statement parameter's value comes from.
+type param struct {
+	col int  // column index
+	old bool // from the old tuple (identity) rather than the new one
+}
+
+// statement is a prepared statement of one table version.
+type statement struct {
+	name      string // server-side name; "" when executed unnamed
+	sql       string
+	params    []param
+	paramOIDs []uint32
+}
+
+// tableStatements is everything prepared for one version of a table.
+type tableStatements struct {
+	table   *schema.Table
+	columns []string // column names when prepared: a changed table is re-prepared
+	qname   string   // quoted target name
+	quoted  []string // quoted column names
+	// identity are the columns that locate a row: the key columns, or every
+	// column under REPLICA IDENTITY FULL; nil when the table has none.
+	identity []int
+	full     bool
+	insert   *statement
+	byShape  map[string]*statement
+	copySQL  string
+}
+
+func (ts *tableStatements) matches(t *schema.Table) bool {
+	if len(ts.columns) != len(t.Columns) {
+		return false
+	}
+	for i := range t.Columns {
+		if ts.columns[i] != t.Columns[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func newTableStatements(d schema.Dialect, t *schema.Table) *tableStatements {
+	ts := &tableStatements{table: t, byShape: map[string]*statement{}}
+	ts.qname = quotedTable(d, t)
+	for _, c := range t.Columns {
+		ts.columns = append(ts.columns, c.Name)
+		ts.quoted = append(ts.quoted, d.QuoteIdent(c.Name))
+	}
+	switch {
+	case t.ReplicaIdentity == schema.IdentityFull:
+		ts.full = true
+		for i := range t.Columns {
+			ts.identity = append(ts.identity, i)
+		}
+	case t.ReplicaIdentity == schema.IdentityNothing:
+	default:
+		ts.identity = t.KeyColumns()
+	}
+	ts.copySQL = "COPY " + ts.qname + " (" + strings.Join(ts.quoted, ", ") + ") FROM STDIN"
+	return ts
+}
+
+func quotedTable(d schema.Dialect, t *schema.Table) string {
+	sch, name := d.TargetTable(t)
+	return d.QuoteIdent(sch) + "." + d.QuoteIdent(name)
+}
+
+// insertSQL is INSERT INTO t (all columns) VALUES ($1, …).
+func (ts *tableStatements) insertStatement() *statement {
+	if ts.insert != nil {
+		return ts.insert
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(ts.qname)
+	b.WriteString(" (")
+	b.WriteString(strings.Join(ts.quoted, ", "))
+	b.WriteString(") VALUES (")
+	st := &statement{}
+	for i := range ts.quoted {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(i+1))
+		st.params = append(st.params, param{col: i})
+		st.paramOIDs = append(st.paramOIDs, 0)
+	}
+	b.WriteString(")")
+	st.sql = b.String()
+	ts.insert = st
+	return st
+}
+
+// Shape codes, one byte per column, that pick a prepared statement.
+const (
+	codeValue     = 'v' // a value to use
+	codeNull      = 'n' // NULL: matched with IS NULL
+	codeUnchanged = 'u' // unchanged TOAST: left out
+)
+
+// shapeKey describes an update or delete: the kind, then per column whether the
+// new value is set or left alone (updates), then per identity column whether
+// the old value is a value, NULL or absent. Identical keys share one statement.
+func (ts *tableStatements) shapeKey(dst []byte, ch *sink.Change, locate source.Tuple) ([]byte, error) {
+	dst = append(dst[:0], byte(ch.Kind))
+	if ch.Kind == sink.Update {
+		if len(ch.New) != len(ts.columns) {
+			return nil, fmt.Errorf("new row has %d values, table has %d columns", len(ch.New), len(ts.columns))
+		}
+		for _, v := range ch.New {
+			if v.Kind == source.ValueUnchanged {
+				dst = append(dst, codeUnchanged)
+			} else {
+				dst = append(dst, codeValue)
+			}
+		}
+		dst = append(dst, '|')
+	}
+	if len(locate) != len(ts.columns) {
+		return nil, fmt.Errorf("old row has %d values, table has %d columns", len(locate), len(ts.columns))
+	}
+	for _, i := range ts.identity {
+		switch locate[i].Kind {
+		case source.ValueNull:
+			dst = append(dst, codeNull)
+		case source.ValueUnchanged:
+			if !ts.full {
+				return nil, fmt.Errorf("key column %q was not sent (unchanged TOAST value): the row cannot be located", ts.columns[i])
+			}
+			dst = append(dst, codeUnchanged)
+		default:
+			dst = append(dst, codeValue)
+		}
+	}
+	return dst, nil
+}
+
+// buildShape writes the UPDATE or DELETE for a shape key.
+func (ts *tableStatements) buildShape(key []byte) *statement {
+	st := &statement{}
+	n := 0
+	next := func(p param, oid uint32) string {
+		n++
+		st.params = append(st.params, p)
+		st.paramOIDs = append(st.paramOIDs, oid)
+		return "$" + strconv.Itoa(n)
+	}
+	var b strings.Builder
+	kind := sink.ChangeKind(key[0])
+	rest := key[1:]
+	if kind == sink.Update {
+		b.WriteString("UPDATE ")
+		b.WriteString(ts.qname)
+		b.WriteString(" SET ")
+		first := true
+		for i := range ts.columns {
+			if rest[i] == codeUnchanged {
+				continue
+			}
+			if !first {
+				b.WriteString(", ")
+			}
+			first = false
+			b.WriteString(ts.quoted[i])
+			b.WriteString(" = ")
+			b.WriteString(next(param{col: i}, 0))
+		}
+		if first {
+			// Every column unchanged: still touch the row so a missing one is found.
+			i := ts.identity[0]
+			b.WriteString(ts.quoted[i] + " = " + ts.quoted[i])
+		}
+		rest = rest[len(ts.columns)+1:]
+	} else {
+		b.WriteString("DELETE FROM ")
+		b.WriteString(ts.qname)
+	}
+	var where strings.Builder
+	first := true
+	for j, i := range ts.identity {
+		code := rest[j]
+		if code == codeUnchanged {
+			continue
+		}
+		if !first {
+			where.WriteString(" AND ")
+		}
+		first = false
+		col := &ts.table.Columns[i]
+		textOID := textCompareOID(col)
+		switch {
+		case code == codeNull:
+			where.WriteString(ts.quoted[i] + " IS NULL")
+		case textOID != 0:
+			where.WriteString(ts.quoted[i] + "::text = " + next(param{col: i, old: true}, textOID) + "::text")
+		default:
+			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0))
+		}
+	}
+	if first {
+		where.WriteString("true")
+	}
+	if ts.full {
+		// Without a key several rows may hold the same values: touch exactly one.
+		b.WriteString(" WHERE ctid = (SELECT ctid FROM " + ts.qname + " WHERE " + where.String() + " LIMIT 1)")
+	} else {
+		b.WriteString(" WHERE " + where.String())
+	}
+	st.sql = b.String()
+	return st
+}
+
+// keyText renders the identity of the row a change locates, the way PostgreSQL
+// writes keys in messages: (a, b)=(1, x).
+func (ts *tableStatements) keyText(dst []byte, locate source.Tuple) []byte {
+	dst = append(dst, '(')
+	for j, i := range ts.identity {
+		if j > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = append(dst, ts.columns[i]...)
+	}
+	dst = append(dst, ")=("...)
+	for j, i := range ts.identity {
+		if j > 0 {
+			dst = append(dst, ", "...)
+		}
+		if i >= len(locate) {
+			continue
+		}
+		v := locate[i]
+		switch v.Kind {
+		case source.ValueNull:
+			dst = append(dst, "null"...)
+		case source.ValueUnchanged:
+			dst = append(dst, "unchanged"...)
+		case source.ValueBinary:
+			dst = append(dst, "<binary>"...)
+		default:
+			const limit = 64
+			if len(v.Data) > limit {
+				dst = append(dst, v.Data[:limit]...)
+				dst = append(dst, "…"...)
+			} else {
+				dst = append(dst, v.Data...)
+			}
+		}
+	}
+	return append(dst, ')')
+}

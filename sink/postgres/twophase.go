@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/sink"
+)
+
+// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings).
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+const preparedRowSQL = `INSERT INTO pgrelay.prepared (slot, gid, end_lsn, created_at)
+VALUES ($1, $2, $3::text::pg_lsn, now())`
+
+// Prepare prepares tx under gid instead of committing it.
+func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Progress) error {
+	tx, ok := stx.(*Tx)
+	if !ok || tx.s != s {
+		return errors.New("sink/postgres: prepare: transaction is not from this sink")
+	}
+	if tx.done {
+		return errors.New("sink/postgres: prepare: transaction already finished")
+	}
+	err := tx.prepare(ctx, gid, p)
+	if err == nil {
+		tx.finish()
+		return nil
+	}
+	var se *sendError
+	if !errors.As(err, &se) || !se.commitUnknown {
+		// Nothing is prepared: the failed transaction is rolled back.
+		_ = tx.Rollback(ctx)
+	}
+	tx.finish()
+	if se != nil && se.commitUnknown {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+		defer cancel()
+		conn, cerr := s.applyConn(ctx)
+		if cerr != nil {
+			return fmt.Errorf("sink/postgres: prepare transaction %s: outcome unknown (%v) and the target cannot be reached; restarting reconciles prepared transactions: %w", quoteLiteral(gid), err, cerr)
+		}
+		prepared, qerr := isPrepared(ctx, conn, gid)
+		if qerr != nil {
+			return fmt.Errorf("sink/postgres: prepare transaction %s: outcome unknown (%v); restarting reconciles prepared transactions: %w", quoteLiteral(gid), err, qerr)
+		}
+		if prepared {
+			return nil
+		}
+		return sink.Retryable(err)
+	}
+	if sqlState(err) == "55000" && !s.canPrepare {
+		return fmt.Errorf("sink/postgres: prepare transaction %s: the target has max_prepared_transactions = 0: set it above 0 and restart the target, or run with PGRELAY_TWO_PHASE=off: %w", quoteLiteral(gid), err)
+	}
+	return err
+}
+
+func (tx *Tx) prepare(ctx context.Context, gid string, p sink.Progress) error {
+	if tx.err != nil {
+		return tx.err
+	}
+	if gid == "" || len(gid) > 200 {
+		return tx.fail(fmt.Errorf("sink/postgres: prepare: gid %q must be 1 to 200 bytes", gid))
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return err
+	}
+	tx.queueBegin()
+	tx.batch.ExecParams(preparedRowSQL, [][]byte{[]byte(tx.s.slotFor(p)), []byte(gid), []byte(p.LSN.String())}, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opPreparedRow, lsn: p.LSN})
+	if err := tx.sendChecked(ctx); err != nil {
+		return err
+	}
+	tx.batch.ExecParams("PREPARE TRANSACTION "+quoteLiteral(gid), nil, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opPrepare, table: quoteLiteral(gid), lsn: p.LSN})
+	return tx.send(ctx)
+}
+
+// CommitPrepared commits the prepared transaction gid and records p.
+func (s *Sink) CommitPrepared(ctx context.Context, gid string, p sink.Progress) error {
+	return s.finishPrepared(ctx, "COMMIT PREPARED", gid, p)
+}
+
+// RollbackPrepared rolls back the prepared transaction gid and records p.
+func (s *Sink) RollbackPrepared(ctx context.Context, gid string, p sink.Progress) error {
+	return s.finishPrepared(ctx, "ROLLBACK PREPARED", gid, p)
+}
+
+func (s *Sink) finishPrepared(ctx context.Context, verb, gid string, p sink.Progress) error {
+	if s.cur != nil {
+		return fmt.Errorf("sink/postgres: %s %s: a transaction is open on the apply connection", strings.ToLower(verb), quoteLiteral(gid))
+	}
+	conn, err := s.applyConn(ctx)
+	if err != nil {
+		return err
+	}
+	prefix := "sink/postgres: " + strings.ToLower(verb) + " " + quoteLiteral(gid)
+	if _, err := conn.PgConn().Exec(ctx, verb+" "+quoteLiteral(gid)).ReadAll(); err != nil {
+		if sqlState(err) != "42704" { // undefined_object: not prepared (any more)
+			// Retrying is safe: a retry that finds the gid gone settles it below.
+			return classify(fmt.Errorf("%s at source LSN %s: %s: %w", prefix, p.LSN, describe(err), err), conn.IsClosed())
+		}
+		committed, qerr := preparedRow(ctx, conn, gid)
+		if qerr != nil {
+			return classify(fmt.Errorf("%s: look up pgrelay.prepared: %w", prefix, qerr), conn.IsClosed())
+		}
+		switch {
+		case verb == "COMMIT PREPARED" && !committed:
+			return fmt.Errorf("%s at source LSN %s: the target has no such prepared transaction and no record of committing it: it was rolled back or never prepared, so the target is missing a source transaction; re-seed the target", prefix, p.LSN)
+		case verb == "ROLLBACK PREPARED" && committed:
+			return fmt.Errorf("%s at source LSN %s: the prepared transaction was already committed on the target and cannot be rolled back; the target has diverged, re-seed it", prefix, p.LSN)
+		}
+		// Finished before a crash: only the bookkeeping is left.
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	tx.queueBegin()
+	tx.batch.ExecParams("DELETE FROM pgrelay.prepared WHERE gid = $1", [][]byte{[]byte(gid)}, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opPreparedRow, lsn: p.LSN})
+	return tx.Commit(ctx, p)
+}
+
+// PreparedGIDs lists the prepared transactions of the target's current database
+// whose GID starts with prefix.
+func (s *Sink) PreparedGIDs(ctx context.Context, prefix string) ([]string, error) {
+	var gids []string
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT gid FROM pg_catalog.pg_prepared_xacts
+			WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY prepared, gid`, prefix)
+		if err != nil {
+			return err
+		}
+		gids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink/postgres: list prepared transactions: %w", err)
+	}
+	return gids, nil
+}
+
+// PreparedRow reports whether pgrelay.prepared holds a committed row for gid. A
+// gid that is no longer in pg_prepared_xacts but has a row was committed.
+func (s *Sink) PreparedRow(ctx context.Context, gid string) (found bool, err error) {
+	err = s.withMeta(ctx, func(conn *pgx.Conn) error {
+		found, err = preparedRow(ctx, conn, gid)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sink/postgres: read pgrelay.prepared: %w", err)
+	}
+	return found, nil
+}
+
+func preparedRow(ctx context.Context, conn *pgx.Conn, gid string) (bool, error) {
+	var found bool
+	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pgrelay.prepared WHERE gid = $1)", gid).Scan(&found)
+	return found, err
+}
+
+func isPrepared(ctx context.Context, conn *pgx.Conn, gid string) (bool, error) {
+	var found bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts
+		WHERE database = current_database() AND gid = $1)`, gid).Scan(&found)
+	return found, err
+}

@@ -1,0 +1,596 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// opKind tells what a queued statement is, to name it in errors.
+type opKind byte
+
+const (
+	opBegin opKind = iota
+	opInsert
+	opUpdate
+	opDelete
+	opTruncate
+	opProgress
+	opPreparedRow
+	opPrepare
+	opCommit
+	opDDL
+	opDeallocate
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opBegin:
+		return "begin"
+	case opInsert:
+		return "insert into"
+	case opUpdate:
+		return "update"
+	case opDelete:
+		return "delete from"
+	case opTruncate:
+		return "truncate"
+	case opProgress:
+		return "record progress in pgrelay.progress"
+	case opPreparedRow:
+		return "record prepared transaction in pgrelay.prepared"
+	case opPrepare:
+		return "prepare transaction"
+	case opCommit:
+		return "commit"
+	case opDDL:
+		return "change schema of"
+	default:
+		return "deallocate"
+	}
+}
+
+// op is one queued statement, kept to map a result or an error back to the
+// change it came from.
+type op struct {
+	kind     opKind
+	table    string // quoted target name
+	lsn      source.LSN
+	keyStart int // the row's identity in Tx.keys, for updates and deletes
+	keyEnd   int
+	detail   string // for DDL: the statement
+}
+
+// Tx is one target transaction on the apply connection. BEGIN is sent with the
+// first batch; statements are queued and sent Options.BatchSize at a time.
+type Tx struct {
+	s     *Sink
+	batch *pgconn.Batch
+	ops   []op
+	bytes int
+	keys  []byte // rendered row identities of queued updates and deletes
+	begun bool   // BEGIN is queued or sent
+	sent  bool   // a batch reached the server: there is a transaction to roll back
+	err   error  // the first failure: the transaction can only be rolled back
+	done  bool
+	run   insertRun
+
+	shape  []byte   // scratch: shape key
+	values [][]byte // scratch: parameter values
+	format []int16  // scratch: parameter formats
+}
+
+// Begin starts a target transaction. A lost connection is re-established here,
+// so the apply layer's retry of a whole transaction starts on a live session.
+func (s *Sink) Begin(ctx context.Context) (sink.Tx, error) {
+	return s.begin(ctx)
+}
+
+func (s *Sink) begin(ctx context.Context) (*Tx, error) {
+	if s.cur != nil {
+		return nil, errors.New("sink/postgres: begin: the previous transaction is still open (commit or roll it back first)")
+	}
+	if _, err := s.applyConn(ctx); err != nil {
+		return nil, err
+	}
+	tx := &Tx{s: s, batch: &pgconn.Batch{}}
+	s.cur = tx
+	return tx, nil
+}
+
+// queueBegin makes BEGIN the first statement of the transaction's first batch.
+func (tx *Tx) queueBegin() {
+	if tx.begun {
+		return
+	}
+	tx.begun = true
+	tx.batch.ExecParams("BEGIN", nil, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opBegin})
+	for _, name := range tx.s.deallocate {
+		tx.batch.ExecParams("DEALLOCATE "+tx.s.dialect.QuoteIdent(name), nil, nil, nil, nil)
+		tx.ops = append(tx.ops, op{kind: opDeallocate, detail: name})
+	}
+	tx.s.deallocate = nil
+}
+
+func (tx *Tx) usable() error {
+	if tx.done {
+		return errors.New("sink/postgres: transaction already finished")
+	}
+	return tx.err
+}
+
+// fail records the first failure; the transaction can only be rolled back.
+func (tx *Tx) fail(err error) error {
+	if tx.err == nil {
+		tx.err = err
+	}
+	return err
+}
+
+// Apply queues one change.
+func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	if ch == nil || ch.Table == nil {
+		return tx.fail(errors.New("sink/postgres: apply: change without a table"))
+	}
+	ts := tx.s.statementsFor(ch.Table)
+	if ch.Kind == sink.Insert {
+		if len(ch.New) != len(ts.columns) {
+			return tx.fail(&ChangeError{Op: "insert into", Table: ts.qname, LSN: ch.LSN,
+				Err: fmt.Errorf("row has %d values, table has %d columns", len(ch.New), len(ts.columns))})
+		}
+		if tx.s.opts.CopyThreshold > 0 {
+			if tx.run.ts != nil && tx.run.ts != ts {
+				if err := tx.flushRun(ctx); err != nil {
+					return err
+				}
+			}
+			if tx.run.add(ts, ch) {
+				if tx.run.full(tx.s.opts) {
+					return tx.flushRun(ctx)
+				}
+				return nil
+			}
+		}
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return err
+	}
+	switch ch.Kind {
+	case sink.Insert:
+		return tx.queueInsert(ctx, ts, ch.New, ch.LSN)
+	case sink.Update, sink.Delete:
+		return tx.queueUpdateDelete(ctx, ts, ch)
+	default:
+		return tx.fail(fmt.Errorf("sink/postgres: apply to %s at source LSN %s: unknown change kind %q", ts.qname, ch.LSN, byte(ch.Kind)))
+	}
+}
+
+func (tx *Tx) queueInsert(ctx context.Context, ts *tableStatements, row source.Tuple, lsn source.LSN) error {
+	st := ts.insertStatement()
+	if st.name == "" {
+		if err := tx.s.prepare(ctx, ts, st, true); err != nil {
+			return tx.fail(classify(&ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err}, tx.s.conn.IsClosed()))
+		}
+	}
+	if err := tx.bind(ts, st, row, nil); err != nil {
+		return tx.fail(&ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err})
+	}
+	tx.ops = append(tx.ops, op{kind: opInsert, table: ts.qname, lsn: lsn})
+	return tx.maybeSend(ctx)
+}
+
+func (tx *Tx) queueUpdateDelete(ctx context.Context, ts *tableStatements, ch *sink.Change) error {
+	kind, opName := opUpdate, "update"
+	if ch.Kind == sink.Delete {
+		kind, opName = opDelete, "delete from"
+	}
+	if len(ts.identity) == 0 {
+		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN,
+			Err: fmt.Errorf("%w: it has REPLICA IDENTITY NOTHING or no key, so its rows cannot be located; set one on the source (ALTER TABLE %s REPLICA IDENTITY FULL, or add a primary key)", ErrNoIdentity, ts.table.QualifiedName())})
+	}
+	// The row is located by the old tuple when one was sent (key change, FULL,
+	// every delete), else by the new tuple's key columns.
+	locate := ch.Old
+	if ch.OldKind == source.OldNone || ch.Old == nil {
+		locate = ch.New
+	}
+	var err error
+	tx.shape, err = ts.shapeKey(tx.shape, ch, locate)
+	if err != nil {
+		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err})
+	}
+	st := ts.byShape[string(tx.shape)]
+	if st == nil {
+		st = ts.buildShape(tx.shape)
+		if err := tx.s.prepare(ctx, ts, st, len(ts.byShape) < maxStatementsPerTable); err != nil {
+			return tx.fail(classify(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err}, tx.s.conn.IsClosed()))
+		}
+		if st.name != "" {
+			ts.byShape[string(tx.shape)] = st
+		}
+	}
+	if err := tx.bind(ts, st, ch.New, locate); err != nil {
+		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err})
+	}
+	start := len(tx.keys)
+	tx.keys = ts.keyText(tx.keys, locate)
+	tx.ops = append(tx.ops, op{kind: kind, table: ts.qname, lsn: ch.LSN, keyStart: start, keyEnd: len(tx.keys)})
+	return tx.maybeSend(ctx)
+}
+
+// bind queues st with values taken from the tuples as they are: text values as
+// text parameters, binary ones as binary parameters, NULL as nil.
+func (tx *Tx) bind(ts *tableStatements, st *statement, newRow, oldRow source.Tuple) error {
+	tx.queueBegin()
+	tx.values = tx.values[:0]
+	binary := false
+	for _, p := range st.params {
+		row := newRow
+		if p.old {
+			row = oldRow
+		}
+		v := row[p.col]
+		switch v.Kind {
+		case source.ValueNull:
+			tx.values = append(tx.values, nil)
+		case source.ValueText:
+			tx.values = append(tx.values, nonNil(v.Data))
+		case source.ValueBinary:
+			c := &ts.table.Columns[p.col]
+			if !binaryOK(c) {
+				return fmt.Errorf("column %q (%s): a binary value cannot be passed through for this type: use text mode (binary off) on the source", c.Name, c.TypeName)
+			}
+			binary = true
+			tx.values = append(tx.values, nonNil(v.Data))
+		case source.ValueUnchanged:
+			return fmt.Errorf("column %q: unchanged TOAST value where a value is needed", ts.columns[p.col])
+		default:
+			return fmt.Errorf("column %q: unknown value kind %q", ts.columns[p.col], v.Kind)
+		}
+		tx.bytes += len(v.Data)
+	}
+	var formats []int16
+	if binary {
+		tx.format = tx.format[:0]
+		for _, p := range st.params {
+			row := newRow
+			if p.old {
+				row = oldRow
+			}
+			if row[p.col].Kind == source.ValueBinary {
+				tx.format = append(tx.format, 1)
+			} else {
+				tx.format = append(tx.format, 0)
+			}
+		}
+		formats = tx.format
+	}
+	if st.name != "" {
+		tx.batch.ExecPrepared(st.name, tx.values, formats, nil)
+	} else {
+		tx.batch.ExecParams(st.sql, tx.values, st.paramOIDs, formats, nil)
+	}
+	return nil
+}
+
+// nonNil keeps an empty text value from being sent as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func (tx *Tx) maybeSend(ctx context.Context) error {
+	if len(tx.ops) >= tx.s.opts.BatchSize || tx.bytes >= tx.s.opts.BatchBytes {
+		return tx.send(ctx)
+	}
+	return nil
+}
+
+// Truncate queues TRUNCATE of tables. CASCADE is never used: the source lists
+// every relation it truncated, as PostgreSQL's own apply does.
+func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint8) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return err
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = quotedTable(tx.s.dialect, t)
+	}
+	sql := "TRUNCATE " + strings.Join(names, ", ")
+	if options&source.TruncateRestartIdentity != 0 {
+		sql += " RESTART IDENTITY"
+	}
+	tx.queueBegin()
+	tx.batch.ExecParams(sql, nil, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opTruncate, table: strings.Join(names, ", ")})
+	return tx.maybeSend(ctx)
+}
+
+// queueProgress queues the upsert of the slot's position; it never moves back.
+func (tx *Tx) queueProgress(p sink.Progress) {
+	tx.queueBegin()
+	tx.batch.ExecParams(progressSQL, progressArgs(tx.s.slotFor(p), p), nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opProgress, lsn: p.LSN})
+}
+
+const progressSQL = `INSERT INTO pgrelay.progress AS p (slot, lsn, commit_time, updated_at)
+VALUES ($1, $2::text::pg_lsn, $3::text::timestamptz, now())
+ON CONFLICT (slot) DO UPDATE SET
+  lsn = GREATEST(p.lsn, excluded.lsn),
+  commit_time = CASE WHEN excluded.lsn >= p.lsn THEN excluded.commit_time ELSE p.commit_time END,
+  updated_at = now()`
+
+// Commit flushes what is queued, records p in pgrelay.progress and commits, all
+// in one round trip when nothing else is pending.
+func (tx *Tx) Commit(ctx context.Context, p sink.Progress) error {
+	if tx.done {
+		return errors.New("sink/postgres: commit: transaction already finished")
+	}
+	err := tx.commit(ctx, p)
+	if err != nil && !tx.done {
+		// A failed commit leaves nothing open: Rollback after it is a no-op.
+		_ = tx.Rollback(ctx)
+	}
+	return err
+}
+
+func (tx *Tx) commit(ctx context.Context, p sink.Progress) error {
+	if tx.err != nil {
+		return tx.err
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return err
+	}
+	tx.queueProgress(p)
+	if err := tx.sendChecked(ctx); err != nil {
+		return err
+	}
+	tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opCommit, lsn: p.LSN})
+	err := tx.send(ctx)
+	if err == nil {
+		tx.finish()
+		return nil
+	}
+	var se *sendError
+	if errors.As(err, &se) && se.commitUnknown {
+		// The connection died with COMMIT on the wire: look at the target.
+		tx.finish()
+		return tx.s.resolveCommit(ctx, p, err)
+	}
+	return err
+}
+
+// Rollback abandons the transaction. It is a no-op after Commit.
+func (tx *Tx) Rollback(ctx context.Context) error {
+	if tx.done {
+		return nil
+	}
+	defer tx.finish()
+	conn := tx.s.conn
+	if !tx.sent || conn == nil || conn.IsClosed() {
+		// Nothing reached the server, or the session is gone and with it the
+		// transaction.
+		return nil
+	}
+	if _, err := conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
+		_ = conn.Close(ctx)
+		return nil // the server rolls back a transaction whose session ends
+	}
+	return nil
+}
+
+func (tx *Tx) finish() {
+	tx.done = true
+	tx.ops = nil
+	tx.batch = nil
+	tx.run.reset()
+	if tx.s.cur == tx {
+		tx.s.cur = nil
+	}
+}
+
+// sendChecked sends the queued statements ahead of the COMMIT or PREPARE
+// TRANSACTION that ends the transaction when some of them are updates or
+// deletes: their row counts are only known from the results, and the
+// transaction must not end before they were checked. Otherwise (inserts, COPY,
+// DDL, bookkeeping: failures are server errors, which abort the transaction
+// by themselves) the end joins the same round trip.
+func (tx *Tx) sendChecked(ctx context.Context) error {
+	for _, o := range tx.ops {
+		if o.kind == opUpdate || o.kind == opDelete {
+			return tx.send(ctx)
+		}
+	}
+	return nil
+}
+
+// sendError is a failure of a sent batch.
+type sendError struct {
+	err error
+	// commitUnknown: the connection was lost after COMMIT was sent, so the
+	// transaction may or may not have committed.
+	commitUnknown bool
+}
+
+func (e *sendError) Error() string { return e.err.Error() }
+func (e *sendError) Unwrap() error { return e.err }
+
+// send executes the queued statements in one round trip and maps every result
+// and error back to its change.
+func (tx *Tx) send(ctx context.Context) error {
+	if len(tx.ops) == 0 {
+		return nil
+	}
+	conn := tx.s.conn
+	ops, batch := tx.ops, tx.batch
+	tx.ops, tx.batch, tx.bytes = tx.ops[:0:0], &pgconn.Batch{}, 0
+	keys := tx.keys
+	tx.keys = nil
+
+	tx.sent = true
+	tx.s.stats.batches.Add(1)
+	tx.s.stats.statements.Add(int64(len(ops)))
+	mrr := conn.PgConn().ExecBatch(ctx, batch)
+	done := 0
+	missing := -1
+	for mrr.NextResult() {
+		tag, err := mrr.ResultReader().Close()
+		if err != nil {
+			break
+		}
+		if done < len(ops) {
+			o := ops[done]
+			if (o.kind == opUpdate || o.kind == opDelete) && tag.RowsAffected() != 1 && missing < 0 {
+				missing = done
+			}
+		}
+		done++
+	}
+	err := mrr.Close()
+	if missing >= 0 && (err == nil || missing < done) {
+		o := ops[missing]
+		return tx.fail(&ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: ErrRowNotFound})
+	}
+	if err == nil {
+		return nil
+	}
+	lost := conn.IsClosed()
+	failed := done
+	if failed >= len(ops) {
+		failed = len(ops) - 1
+	}
+	o := ops[failed]
+	ce := &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Err: err}
+	if o.kind == opUpdate || o.kind == opDelete {
+		ce.Key = string(keys[o.keyStart:o.keyEnd])
+	}
+	if o.kind == opDDL {
+		ce.Table = o.detail
+	}
+	if lost && sqlState(err) == "" {
+		// The failing statement is unknown once the session is gone.
+		ce = &ChangeError{Op: "send batch", Table: o.table, LSN: ops[len(ops)-1].lsn, Err: err}
+		if last := ops[len(ops)-1].kind; last == opCommit || last == opPrepare {
+			return tx.fail(&sendError{err: ce, commitUnknown: true})
+		}
+	}
+	return tx.fail(classify(ce, lost))
+}
+
+// flushRun sends the pending run of inserts: as COPY when long enough, else as
+// INSERT statements.
+func (tx *Tx) flushRun(ctx context.Context) error {
+	r := &tx.run
+	if r.ts == nil {
+		return nil
+	}
+	defer r.reset()
+	if r.rows < tx.s.opts.CopyThreshold {
+		ncol := len(r.ts.columns)
+		row := make(source.Tuple, ncol)
+		for i := 0; i < r.rows; i++ {
+			for c := range ncol {
+				ref := r.vals[i*ncol+c]
+				if ref.null {
+					row[c] = source.Value{Kind: source.ValueNull}
+				} else {
+					row[c] = source.Value{Kind: source.ValueText, Data: r.arena[ref.off:ref.end]}
+				}
+			}
+			if err := tx.queueInsert(ctx, r.ts, row, r.lsns[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx.queueBegin()
+	if err := tx.send(ctx); err != nil {
+		return err
+	}
+	conn := tx.s.conn
+	data := r.encode(tx.s.copyScratch[:0])
+	tx.s.copyScratch = data[:0]
+	_, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(data), r.ts.copySQL)
+	if err != nil {
+		ce := &ChangeError{Op: "copy into", Table: r.ts.qname, LSN: r.lsns[0], LastLSN: r.lsns[r.rows-1], Err: err}
+		if line := copyLine(err); line >= 1 && line <= r.rows {
+			ce.LSN, ce.LastLSN = r.lsns[line-1], 0
+		}
+		return tx.fail(classify(ce, conn.IsClosed()))
+	}
+	tx.s.stats.copyRuns.Add(1)
+	tx.s.stats.copyRows.Add(int64(r.rows))
+	return nil
+}
+
+// resolveTimeout bounds the check of a commit or prepare whose outcome was lost.
+const resolveTimeout = 15 * time.Second
+
+var copyLineRE = regexp.MustCompile(`COPY [^,]*, line (\d+)`)
+
+// copyLine returns the 1-based input line a COPY error names in its context.
+func copyLine(err error) int {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return 0
+	}
+	m := copyLineRE.FindStringSubmatch(pgErr.Where)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// resolveCommit settles a commit whose outcome was lost with the connection: the
+// progress row, written in the same transaction, says whether it committed.
+func (s *Sink) resolveCommit(ctx context.Context, p sink.Progress, sendErr error) error {
+	// Settle it even when ctx is what cut the commit off (shutdown).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+	defer cancel()
+	conn, err := s.applyConn(ctx)
+	if err != nil {
+		return fmt.Errorf("sink/postgres: commit at source LSN %s: outcome unknown (%v) and the target cannot be reached to check; restarting resumes from the stored progress: %w", p.LSN, sendErr, err)
+	}
+	stored, err := readProgress(ctx, conn, s.slotFor(p))
+	if err != nil {
+		return fmt.Errorf("sink/postgres: commit at source LSN %s: outcome unknown (%v); restarting resumes from the stored progress: %w", p.LSN, sendErr, err)
+	}
+	if stored.LSN >= p.LSN {
+		return nil
+	}
+	// Not committed: the transaction can be retried as a whole.
+	return sink.Retryable(sendErr)
+}
+
+// slotFor is the slot a progress record is for: p.Slot, else the Setup slot.
+func (s *Sink) slotFor(p sink.Progress) string {
+	if p.Slot != "" {
+		return p.Slot
+	}
+	return s.slot
+}
