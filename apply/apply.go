@@ -737,6 +737,23 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 	return nil
 }
 
+// preparedCommitted reports whether the prepared transaction gid was committed
+// on the target after a restart that came before its position was stored.
+func (a *Applier) preparedCommitted(ctx context.Context, gid string, prepareEnd source.LSN) (bool, error) {
+	pc, ok := a.sink.(sink.PreparedCommits)
+	if !ok || a.twoPhase == nil {
+		return false, nil
+	}
+	done, err := pc.PreparedCommitted(ctx, gid, prepareEnd)
+	if err != nil {
+		return false, fmt.Errorf("apply: look up prepared transaction %q on the target: %w", gid, err)
+	}
+	if done {
+		a.log.Info("prepared transaction already committed on the target; skipping its body", "gid", gid)
+	}
+	return done, nil
+}
+
 // inTableCopy reports whether the current transaction's changes to t are
 // already in t's snapshot copy (Config.TableSyncLSN).
 func (a *Applier) inTableCopy(t *schema.Table) bool {
@@ -992,7 +1009,15 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 	}
 	delete(a.streams, m.Xid)
 	gid := GID(a.cfg.Slot, m.Xid)
-	if m.EndLSN <= a.skipBelow || a.targetPrepared[gid] {
+	done := m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
+	if !done {
+		var err error
+		if done, err = a.preparedCommitted(ctx, gid, m.EndLSN); err != nil {
+			_ = buf.release()
+			return err
+		}
+	}
+	if done {
 		return buf.release()
 	}
 	if a.twoPhase == nil {
@@ -1025,6 +1050,13 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
 	t.skip = m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
+	if !t.skip {
+		done, err := a.preparedCommitted(ctx, gid, m.EndLSN)
+		if err != nil {
+			return err
+		}
+		t.skip = done
+	}
 	a.cur = t
 	if t.skip {
 		return nil

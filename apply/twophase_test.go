@@ -105,6 +105,28 @@ func TestTwoPhaseRestartCommitted(t *testing.T) {
 	h.committed()
 }
 
+func TestTwoPhaseCommittedBeforePositionStored(t *testing.T) {
+	// COMMIT PREPARED went through, but the crash came before the position
+	// passed the prepare: the source sends the body again, which must not be
+	// applied twice.
+	s := applytest.New(0)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	s.CommitPreparedLosingPosition(gid7)
+	s.Crash()
+
+	h2 := newHarness(t, testConfig(t), s)
+	h2.feed(0x10, rel(1, "v"))
+	h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	h2.feed(0x300, commitPrepared(7, 0x300))
+	h2.flush()
+	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
+	h2.durable(0x308)
+	h2.committed("insert public.t1 (70,p)")
+	h2.noProblems()
+}
+
 func TestTwoPhaseRollbackAndMessages(t *testing.T) {
 	s := applytest.New(0)
 	h := newHarness(t, testConfig(t), s)

@@ -112,6 +112,16 @@ type TwoPhase interface {
 	PreparedGIDs(ctx context.Context, prefix string) ([]string, error)
 }
 
+// PreparedCommits is the capability to tell that a prepared transaction was
+// committed on the target (COMMIT PREPARED done) while the stored position
+// still lies before its prepare: a crash between the two. apply then skips the
+// body the source sends again instead of applying it twice.
+type PreparedCommits interface {
+	// PreparedCommitted reports whether the transaction prepared under gid with
+	// prepare end LSN prepareEnd is committed on the target.
+	PreparedCommitted(ctx context.Context, gid string, prepareEnd source.LSN) (bool, error)
+}
+
 // DDLCommits is the capability to say that the target's DDL commits the open
 // transaction implicitly (MySQL, MariaDB). When DDLCommits returns true, apply
 // commits the open group and calls Sink.EnsureTable with no Tx open, before the

@@ -34,25 +34,31 @@ type Sink struct {
 	progress  sink.Progress
 	committed []string
 	prepared  map[string][]string
-	tables    map[string]*schema.Table
-	open      map[*Tx]bool
-	epoch     int
-	problems  []string
+	// prepareEnds remembers each prepared transaction's prepare end LSN, also
+	// after COMMIT PREPARED (the PostgreSQL sink's pgrelay.prepared row).
+	prepareEnds map[string]source.LSN
+	tables      map[string]*schema.Table
+	open        map[*Tx]bool
+	epoch       int
+	problems    []string
 }
 
 var (
 	_ sink.Sink       = (*Sink)(nil)
 	_ sink.TwoPhase   = (*Sink)(nil)
 	_ sink.DDLCommits = (*Sink)(nil)
+
+	_ sink.PreparedCommits = (*Sink)(nil)
 )
 
 // New returns an empty sink whose stored position is start.
 func New(start source.LSN) *Sink {
 	return &Sink{
-		progress: sink.Progress{LSN: start},
-		prepared: make(map[string][]string),
-		tables:   make(map[string]*schema.Table),
-		open:     make(map[*Tx]bool),
+		progress:    sink.Progress{LSN: start},
+		prepared:    make(map[string][]string),
+		prepareEnds: make(map[string]source.LSN),
+		tables:      make(map[string]*schema.Table),
+		open:        make(map[*Tx]bool),
 	}
 }
 
@@ -209,6 +215,7 @@ func (s *Sink) Prepare(_ context.Context, t sink.Tx, gid string, p sink.Progress
 	}
 	delete(s.open, tx)
 	s.prepared[gid] = tx.finishLocked()
+	s.prepareEnds[gid] = p.LSN
 	// Like the PostgreSQL sink, the prepared transaction does not touch the
 	// shared position.
 	return nil
@@ -228,6 +235,23 @@ func (s *Sink) CommitPrepared(_ context.Context, gid string, p sink.Progress) er
 	s.committed = append(s.committed, changes...)
 	s.storeLocked(p)
 	return nil
+}
+
+// CommitPreparedLosingPosition commits the prepared transaction gid without
+// storing a position: a crash between COMMIT PREPARED and the position's write.
+func (s *Sink) CommitPreparedLosingPosition(gid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.committed = append(s.committed, s.prepared[gid]...)
+	delete(s.prepared, gid)
+}
+
+// PreparedCommitted implements sink.PreparedCommits.
+func (s *Sink) PreparedCommitted(_ context.Context, gid string, prepareEnd source.LSN) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, prepared := s.prepared[gid]
+	return !prepared && s.prepareEnds[gid] == prepareEnd && prepareEnd != 0, nil
 }
 
 func (s *Sink) RollbackPrepared(_ context.Context, gid string, p sink.Progress) error {

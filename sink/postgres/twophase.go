@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
 )
 
 // quoteLiteral quotes s as an SQL string literal (standard_conforming_strings).
@@ -158,6 +159,22 @@ func (s *Sink) PreparedRow(ctx context.Context, gid string) (found bool, err err
 		return false, fmt.Errorf("sink/postgres: read pgrelay.prepared: %w", err)
 	}
 	return found, nil
+}
+
+// PreparedCommitted implements sink.PreparedCommits: the row the prepared
+// transaction inserted is committed (with the same prepare end LSN, so a
+// wrapped-around xid's old row does not count) and the gid is no longer
+// prepared.
+func (s *Sink) PreparedCommitted(ctx context.Context, gid string, prepareEnd source.LSN) (committed bool, err error) {
+	err = s.withMeta(ctx, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pgrelay.prepared WHERE gid = $1 AND end_lsn = $2::text::pg_lsn)
+			AND NOT EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts WHERE database = current_database() AND gid = $1)`,
+			gid, prepareEnd.String()).Scan(&committed)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sink/postgres: read pgrelay.prepared: %w", err)
+	}
+	return committed, nil
 }
 
 func preparedRow(ctx context.Context, conn *pgx.Conn, gid string) (bool, error) {
