@@ -49,3 +49,16 @@ CREATE TABLE pgrelay.seed (
     created_at       timestamptz NOT NULL DEFAULT now(),
     done_at          timestamptz
 );
+
+-- The definition (pgrelay's table model, as JSON) each target table was last
+-- created or altered to, written in the same transaction as the DDL. After a
+-- restart the first Relation message of a table is compared with it, so a
+-- column added or changed on the source while pgrelay was stopped still reaches
+-- the target.
+CREATE TABLE pgrelay.relation (
+    schema     text NOT NULL,
+    name       text NOT NULL,
+    definition jsonb NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (schema, name)
+);

@@ -2,11 +2,33 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgrelay/pgrelay/schema"
 )
+
+// storedDefinition reads the definition t's target table was last built to, nil
+// when none is recorded.
+func storedDefinition(ctx context.Context, conn *pgx.Conn, d schema.Dialect, t *schema.Table) (*schema.Table, error) {
+	sch, name := d.TargetTable(t)
+	var def []byte
+	err := conn.QueryRow(ctx, "SELECT definition FROM pgrelay.relation WHERE schema = $1 AND name = $2", sch, name).Scan(&def)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the stored definition: %w", err)
+	}
+	var prev schema.Table
+	if err := json.Unmarshal(def, &prev); err != nil {
+		return nil, fmt.Errorf("decode the stored definition: %w", err)
+	}
+	return &prev, nil
+}
 
 // EnsureTable creates t's schema, types and table when missing, or evolves the
 // table from prev, with schema.Postgres's DDL. Inside an open transaction the DDL
@@ -23,6 +45,20 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	conn, err := s.applyConn(ctx)
 	if err != nil {
 		return err
+	}
+	if prev == nil {
+		// The first Relation of a table since start: compare with what the
+		// target was last built to.
+		if prev, err = storedDefinition(ctx, conn, s.dialect, t); err != nil {
+			return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		}
+		if prev != nil && schema.SameDefinition(prev, t) {
+			return nil
+		}
+	}
+	def, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("sink/postgres: ensure table %s: encode definition: %w", qname, err)
 	}
 	var ddl []string
 	sch, _ := s.dialect.TargetTable(t)
@@ -64,6 +100,11 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		tx.batch.ExecParams(stmt, nil, nil, nil, nil)
 		tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 	}
+	sch, name := s.dialect.TargetTable(t)
+	tx.batch.ExecParams(`INSERT INTO pgrelay.relation (schema, name, definition, updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, updated_at = now()`,
+		[][]byte{[]byte(sch), []byte(name), def}, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 	if own {
 		tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)
 		tx.ops = append(tx.ops, op{kind: opCommit, table: qname})
