@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -165,13 +166,13 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN map[string]source.LSN, twoPhase bool, major int, srcConn *pgx.Conn) error {
 	cfg, log := e.cfg, e.log
 	token := randomToken()
-	caughtUp := false
+	var caughtUp atomic.Bool
 	acfg := apply.Config{
 		Slot:     cfg.Slot,
 		TwoPhase: twoPhase,
 		OnLogicalMessage: func(_ context.Context, m *source.LogicalMessage, lsn source.LSN) error {
 			if migrate && m.Prefix == markerPrefix && string(m.Content) == token {
-				caughtUp = true
+				caughtUp.Store(true)
 				return fmt.Errorf("caught up at %s: %w", lsn, apply.ErrStop)
 			}
 			return nil
@@ -260,7 +261,7 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 					return nil
 				case <-tick.C:
 					if applier.Durable() >= target || st.Received() >= target && applier.Durable() >= st.Received() {
-						caughtUp = true
+						caughtUp.Store(true)
 						stopApply()
 						return nil
 					}
@@ -291,7 +292,7 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	st.Ack(applier.Durable())
 	stopStream()
 	serr := <-streamDone
-	if applyErr == nil && serr != nil && !errors.Is(serr, context.Canceled) && ctx.Err() == nil && !caughtUp {
+	if applyErr == nil && serr != nil && !errors.Is(serr, context.Canceled) && ctx.Err() == nil && !caughtUp.Load() {
 		applyErr = serr
 	}
 	durable := applier.Durable()
@@ -299,9 +300,10 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
 		return applyErr
 	}
-	if caughtUp {
-		log.Info("caught up", "durable_lsn", durable.String(), "target_lsn", target.String())
-		fmt.Fprintf(e.stdout, "caught up: the target holds the source up to %s\n", durable)
+	if caughtUp.Load() {
+		// Every transaction before the marker is durable on the target.
+		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", target.String())
+		fmt.Fprintf(e.stdout, "caught up: the target holds every source transaction committed before %s\n", target)
 		return nil
 	}
 	log.Info("stopped cleanly", "durable_lsn", durable.String())
@@ -354,7 +356,7 @@ func lockSlot(ctx context.Context, url, slot string, log *slog.Logger) (unlock f
 		}
 		log.Info("took over the slot", "slot", slot)
 	}
-	return func() { conn.Close(context.Background()) }, nil
+	return func() { conn.Close(context.WithoutCancel(ctx)) }, nil
 }
 
 func randomToken() string {
