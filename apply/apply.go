@@ -300,6 +300,17 @@ func (a *Applier) Flush(ctx context.Context) error {
 // anything while one of our transactions is prepared on the target, so such a
 // message cannot be in flight then.
 func (a *Applier) Idle(ctx context.Context, walEnd source.LSN) error {
+	return a.idle(ctx, walEnd, false)
+}
+
+// StorePosition is Idle without the IdleProgressInterval bound: when no
+// transaction is in hand it stores walEnd now (the migrate command, caught up
+// at its marker, so that the stored position and the slot pass the marker).
+func (a *Applier) StorePosition(ctx context.Context, walEnd source.LSN) error {
+	return a.idle(ctx, walEnd, true)
+}
+
+func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error {
 	if err := a.Flush(ctx); err != nil {
 		return err
 	}
@@ -307,7 +318,7 @@ func (a *Applier) Idle(ctx context.Context, walEnd source.LSN) error {
 		len(a.targetPrepared) > 0 || a.groupTxns > 0 {
 		return nil
 	}
-	if walEnd <= a.Durable() || walEnd <= a.applied.LSN || a.now().Sub(a.lastIdleStore) < a.cfg.IdleProgressInterval {
+	if walEnd <= a.Durable() || walEnd <= a.applied.LSN || !force && a.now().Sub(a.lastIdleStore) < a.cfg.IdleProgressInterval {
 		return nil
 	}
 	a.lastIdleStore = a.now()

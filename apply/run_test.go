@@ -247,3 +247,24 @@ func TestRunWithDecoder(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// StorePosition stores a position at once when nothing is in hand, and nothing
+// while a transaction is half received.
+func TestStorePosition(t *testing.T) {
+	s := applytest.New(0x100)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1ff, begin(1, 0x210), ins(1, "1", "a"))
+	if err := h.a.StorePosition(context.Background(), 0x200); err != nil {
+		t.Fatal(err)
+	}
+	h.durable(0x100)
+	h.feed(0x210, commit(0x210, 0x218))
+	h.flush()
+	h.durable(0x218)
+	if err := h.a.StorePosition(context.Background(), 0x300); err != nil {
+		t.Fatal(err)
+	}
+	h.durable(0x300)
+	h.noProblems()
+}

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# demo.sh — show `pgrelay tail` on a throwaway PostgreSQL 15.
+# demo.sh — replicate a sample database with pgrelay, on throwaway PostgreSQL.
 #
 # Builds bin/pgrelay, starts a temporary PostgreSQL 15 (wal_level=logical) on a
-# free loopback port as an unprivileged user (user "postgres" when run as root),
-# runs `pgrelay tail` against it, makes a few changes (insert, update, delete, a
-# prepared transaction, a logical message) and prints the JSON lines tail
-# wrote. Everything is stopped and removed on exit. Needs no stdin.
+# free loopback port as an unprivileged user (user "postgres" when run as root)
+# holding a source database "demo" and a target database "replica". Then:
+#   1. `pgrelay tail` shows the decoded change stream of a few transactions;
+#   2. `pgrelay migrate` copies a sample database into the target and exits;
+#   3. `pgrelay replicate` streams further changes (updates, deletes, a
+#      prepared transaction held prepared on the target, a new column) until
+#      SIGTERM; source and target are compared; `pgrelay status` reports.
+# Everything is stopped and removed on exit. Needs no stdin.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,12 +43,15 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pgrelay-demo.XXXXXX")
 chmod 755 "$WORK"
 TAIL_PID=
+REPL_PID=
 cleanup() {
 	set +e
-	if [[ -n $TAIL_PID ]] && kill -0 "$TAIL_PID" 2>/dev/null; then
-		kill -INT "$TAIL_PID"
-		wait "$TAIL_PID" 2>/dev/null
-	fi
+	for pid in $TAIL_PID $REPL_PID; do
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -INT "$pid"
+			wait "$pid" 2>/dev/null
+		fi
+	done
 	if [[ -f $WORK/data/postmaster.pid ]]; then
 		as_pg "$PGBIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1
 	fi
@@ -134,3 +141,73 @@ wait "$TAIL_PID" || status=$?
 TAIL_PID=
 [[ $status -eq 0 ]] || { cat "$WORK/tail.log" >&2; die "pgrelay tail exited with $status"; }
 echo "pgrelay tail exited 0; cleaning up" >&2
+
+# ---------------------------------------------------------------------------
+# Replication: migrate, then replicate.
+TARGET="postgres://demo@127.0.0.1:$PORT/replica?sslmode=disable"
+"$PSQL" -X -q -v ON_ERROR_STOP=1 "postgres://demo@127.0.0.1:$PORT/postgres?sslmode=disable" -c "CREATE DATABASE replica" </dev/null
+tsql() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$TARGET" -c "$1" </dev/null; }
+export PGRELAY_SOURCE_URL=$URL PGRELAY_TARGET_URL=$TARGET PGRELAY_SLOT=demo_slot PGRELAY_PUBLICATION=demo_pub
+
+say "creating a sample database: customers (10,000 rows), invoices (50,000 rows), an enum, a JSON column"
+sql "CREATE TYPE tier AS ENUM ('free', 'pro', 'enterprise')"
+sql "CREATE TABLE customers (id bigint PRIMARY KEY, name text NOT NULL, tier tier NOT NULL DEFAULT 'free', profile jsonb, created timestamptz NOT NULL DEFAULT now())"
+sql "CREATE TABLE invoices (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers, amount numeric(12,2) NOT NULL, paid bool NOT NULL DEFAULT false, note text)"
+sql "CREATE INDEX invoices_customer ON invoices (customer_id)"
+sql "INSERT INTO customers SELECT g, 'customer ' || g, (ARRAY['free','pro','enterprise']::tier[])[1 + g % 3], jsonb_build_object('n', g) FROM generate_series(1, 10000) g"
+sql "INSERT INTO invoices SELECT g, 1 + g % 10000, (g % 997) * 1.25, g % 2 = 0, CASE WHEN g % 10 = 0 THEN repeat('note ', 20) END FROM generate_series(1, 50000) g"
+
+say "running: pgrelay migrate (snapshot copy, catch up, exit)"
+bin/pgrelay migrate </dev/null
+
+say "running: pgrelay status"
+bin/pgrelay status </dev/null
+
+say "running: pgrelay replicate in the background"
+bin/pgrelay replicate >"$WORK/replicate.out" 2>"$WORK/replicate.log" </dev/null &
+REPL_PID=$!
+for _ in $(seq 1 300); do
+	grep -q 'msg=streaming' "$WORK/replicate.log" && break
+	kill -0 "$REPL_PID" 2>/dev/null || { cat "$WORK/replicate.log" >&2; die "pgrelay replicate exited"; }
+	sleep 0.1
+done
+
+say "changing the source while pgrelay replicate runs"
+sql "UPDATE invoices SET paid = true WHERE customer_id <= 100"
+sql "DELETE FROM invoices WHERE id % 50 = 0"
+sql "BEGIN; UPDATE customers SET tier = 'enterprise' WHERE id = 42; INSERT INTO invoices VALUES (100001, 42, 9999.99, false, 'big deal'); PREPARE TRANSACTION 'deal_42'"
+wait_for() { # wait_for SQL-on-target expected
+	for _ in $(seq 1 200); do
+		[[ $("$PSQL" -X -Atq "$TARGET" -c "$1" </dev/null) == "$2" ]] && return 0
+		sleep 0.1
+	done
+	die "timed out waiting for: $1 = $2"
+}
+wait_for "SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'pgrelay_demo_slot_%'" 1
+echo "the target holds the prepared transaction too:" >&2
+tsql "SELECT gid, prepared FROM pg_prepared_xacts WHERE database = current_database()"
+sql "COMMIT PREPARED 'deal_42'"
+sql "ALTER TABLE customers ADD COLUMN vip bool NOT NULL DEFAULT false"
+sql "UPDATE customers SET vip = true WHERE tier = 'enterprise'"
+sql "SELECT pg_logical_emit_message(false, 'demo', 'done')" >/dev/null
+wait_for "SELECT count(*) FROM customers WHERE vip" "$("$PSQL" -X -Atq "$URL" -c "SELECT count(*) FROM customers WHERE vip" </dev/null)"
+wait_for "SELECT count(*) FROM pg_prepared_xacts" 0
+
+say "comparing source and target, table by table"
+for t in customers invoices orders; do
+	q="SELECT count(*) || ' rows, md5 ' || md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM $t x"
+	a=$("$PSQL" -X -Atq "$URL" -c "$q" </dev/null)
+	b=$("$PSQL" -X -Atq "$TARGET" -c "$q" </dev/null)
+	printf '  %-10s source: %s\n  %-10s target: %s\n' "$t" "$a" "" "$b" >&2
+	[[ $a == "$b" ]] || die "$t differs between source and target"
+done
+
+say "stopping pgrelay replicate (SIGTERM)"
+kill -TERM "$REPL_PID"
+status=0
+wait "$REPL_PID" || status=$?
+REPL_PID=
+tail -n 2 "$WORK/replicate.log" >&2
+[[ $status -eq 0 ]] || { cat "$WORK/replicate.log" >&2; die "pgrelay replicate exited with $status"; }
+bin/pgrelay status </dev/null
+say "demo done: source and target are equal; cleaning up"

@@ -285,6 +285,13 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		return err
 	})
 	applyErr := g.Wait()
+	if applyErr == nil && caughtUp.Load() && major >= 14 {
+		// Everything before the marker is applied: store the marker's position
+		// when nothing is in hand, so status shows no lag and the slot advances.
+		if err := applier.StorePosition(context.WithoutCancel(ctx), target); err != nil {
+			applyErr = err
+		}
+	}
 	// Everything committed is acknowledged before the stream closes.
 	if err := applier.Flush(context.WithoutCancel(ctx)); err != nil && applyErr == nil {
 		applyErr = err
