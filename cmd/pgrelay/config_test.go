@@ -67,6 +67,7 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("PGRELAY_METRICS_ADDR", ":9187")
 	t.Setenv("PGRELAY_STATUS_INTERVAL", "2s")
 	t.Setenv("PGRELAY_TAIL_BINARY", "true")
+	t.Setenv("PGRELAY_COPY_WORKERS", "6")
 	cfg, err := loadValidated(t, needSource|needTarget)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestConfigFromEnv(t *testing.T) {
 		cfg.Slot != "my_slot_1" || cfg.Publication != "pub" || strings.Join(cfg.Tables, "|") != "public.a|s.b" ||
 		cfg.Snapshot != "never" || cfg.TwoPhase != "off" || cfg.Streaming != "parallel" ||
 		cfg.LogFormat != "json" || cfg.LogLevel != "debug" || cfg.MetricsAddr != ":9187" ||
-		cfg.StatusInterval != 2*time.Second || !cfg.TailBinary {
+		cfg.StatusInterval != 2*time.Second || !cfg.TailBinary || cfg.CopyWorkers != 6 {
 		t.Fatalf("got %+v", cfg)
 	}
 }
@@ -122,6 +123,8 @@ func TestConfigErrors(t *testing.T) {
 			`PGRELAY_STATUS_INTERVAL="10": expected a duration between 100ms and 1h, e.g. 10s`},
 		{"tail binary", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TAIL_BINARY": "maybe"}, needSource,
 			`PGRELAY_TAIL_BINARY="maybe": expected true or false`},
+		{"copy workers", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_COPY_WORKERS": "-1"}, needSource,
+			`PGRELAY_COPY_WORKERS="-1": expected a number of workers from 0 (one per CPU) to 256`},
 		{"source scheme", map[string]string{"PGRELAY_SOURCE_URL": "mysql://u:s3cret-pw@h/db"}, needSource,
 			`PGRELAY_SOURCE_URL="mysql://u:xxxxx@h/db": expected a postgres:// or postgresql:// URL or key=value settings, e.g. postgres://user@host:5432/db`},
 		{"source bare word", map[string]string{"PGRELAY_SOURCE_URL": "localhost"}, needSource,
@@ -220,7 +223,7 @@ func TestConfigFileUnknownKey(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_CONFIG", path)
 	_, err := loadValidated(t, needSource)
-	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary`
+	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
