@@ -239,7 +239,9 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	defer stopStream()
 	g, gctx := errgroup.WithContext(streamCtx)
 	streamDone := make(chan error, 1)
-	go func() { streamDone <- st.Run(gctx) }()
+	// Not gctx: errgroup cancels it when Wait returns, and the stream must
+	// outlive apply to acknowledge what apply made durable.
+	go func() { streamDone <- st.Run(streamCtx) }()
 	applyCtx, stopApply := context.WithCancel(gctx)
 	defer stopApply()
 	go func() {
