@@ -34,6 +34,7 @@ type env struct {
 	log    *slog.Logger
 	stdout io.Writer
 	stderr io.Writer
+	mon    *monitor // replicate and migrate: what /metrics and /healthz show
 }
 
 // command is one pgrelay subcommand.

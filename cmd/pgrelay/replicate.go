@@ -45,10 +45,20 @@ func runMigrate(ctx context.Context, e *env, _ []string) error   { return relay(
 // with backoff after errors a retry can cure (a server gone away, the slot
 // busy), until the command is done or told to stop.
 func relay(ctx context.Context, e *env, migrate bool) error {
+	e.mon = newMonitor()
+	if e.cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(ctx, e.cfg.MetricsAddr, e.mon, e.log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	backoff := time.Second
 	for {
 		start := time.Now()
+		e.mon.sessionStarted()
 		err := session(ctx, e, migrate)
+		e.mon.sessionEnded(err)
 		if err == nil || ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 			return nil
 		}
@@ -127,6 +137,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		return err
 	}
 	defer tgt.Close(context.WithoutCancel(ctx))
+	if pg, ok := tgt.(*postgres.Sink); ok {
+		e.mon.sink.Store(pg)
+	}
 
 	unlock, err := lockSlot(ctx, cfg.TargetURL, cfg.Slot, log)
 	if err != nil {
@@ -221,6 +234,9 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	if err != nil {
 		return err
 	}
+	e.mon.applier.Store(applier)
+	e.mon.stream.Store(st)
+	e.mon.streamOK.Store(true)
 	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
 
 	var target source.LSN
