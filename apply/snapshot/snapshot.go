@@ -127,41 +127,19 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 		return Result{}, err
 	}
 	start := time.Now()
-	runs := make([]*tableRun, len(tables))
-	var jobs []job
 	// Largest tables first so the long ones do not start last.
 	sort.SliceStable(tables, func(i, j int) bool { return tables[i].Published.Bytes > tables[j].Published.Bytes })
-	for i, t := range tables {
+	for i := range tables {
 		if indexes != nil {
 			// Read now, on one connection: the reader is not for concurrent use.
-			defs, err := indexes.IndexDefs(ctx, t.Table.Schema, t.Table.Name)
+			defs, err := indexes.IndexDefs(ctx, tables[i].Table.Schema, tables[i].Table.Name)
 			if err != nil {
 				return Result{}, err
 			}
-			t.indexDefs = defs
-		}
-		r := &tableRun{Table: t}
-		runs[i] = r
-		pages := t.Published.Pages
-		n := 1
-		if src.Major >= 14 && pages > 0 && t.Published.Bytes > cfg.ChunkBytes {
-			n = int(min(int64(cfg.Workers)*4, (t.Published.Bytes+cfg.ChunkBytes-1)/cfg.ChunkBytes))
-		}
-		r.chunks = n
-		r.remaining.Store(int32(n))
-		if n == 1 {
-			jobs = append(jobs, job{table: r})
-			continue
-		}
-		per := (pages + int64(n) - 1) / int64(n)
-		for c := 0; c < n; c++ {
-			j := job{table: r, chunk: c, whereRange: true, fromPage: int64(c) * per, toPage: int64(c+1) * per}
-			if c == n-1 {
-				j.toPage = 0 // open-ended: pages added since relpages was read
-			}
-			jobs = append(jobs, j)
+			tables[i].indexDefs = defs
 		}
 	}
+	runs, jobs := planJobs(tables, src.Major, cfg)
 
 	// Empty what must be emptied once, before any range of it loads.
 	for _, r := range runs {
@@ -234,6 +212,39 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	}
 	cfg.Log.Info("snapshot copied", "tables", res.Tables, "rows", res.Rows, "mb", fmt.Sprintf("%.1f", float64(res.Bytes)/(1<<20)), "took", res.Took.Round(time.Millisecond))
 	return res, nil
+}
+
+// planJobs splits the copy into jobs: one per table, or one per CTID range of
+// a table larger than cfg.ChunkBytes on a source that scans TID ranges (14+),
+// at most 4 ranges per worker. The last range is open-ended so pages added
+// after relpages was read are copied too.
+func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
+	runs := make([]*tableRun, len(tables))
+	var jobs []job
+	for i, t := range tables {
+		r := &tableRun{Table: t}
+		runs[i] = r
+		pages := t.Published.Pages
+		n := 1
+		if major >= 14 && pages > 0 && t.Published.Bytes > cfg.ChunkBytes {
+			n = int(min(int64(cfg.Workers)*4, (t.Published.Bytes+cfg.ChunkBytes-1)/cfg.ChunkBytes, pages))
+		}
+		r.chunks = n
+		r.remaining.Store(int32(n))
+		if n == 1 {
+			jobs = append(jobs, job{table: r})
+			continue
+		}
+		per := (pages + int64(n) - 1) / int64(n)
+		for c := 0; c < n; c++ {
+			j := job{table: r, chunk: c, whereRange: true, fromPage: int64(c) * per, toPage: int64(c+1) * per}
+			if c == n-1 {
+				j.toPage = 0
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	return runs, jobs
 }
 
 // openSnapshot opens a source connection whose transaction sees the exported
