@@ -84,7 +84,16 @@ func retryable(err error) bool {
 	var ne net.Error
 	var pgErr *pgconn.PgError
 	var connErr *pgconn.ConnectError
+	var pre *source.PreflightError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "28", "3D", "42": // bad credentials, no such database, permissions and syntax: a person must act
+			return false
+		}
+	}
 	switch {
+	case errors.As(err, &pre):
+		return false
 	case errors.Is(err, sink.ErrRetryable), errors.Is(err, source.ErrSlotInUse),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.As(err, &ne), errors.As(err, &connErr), pgconn.SafeToRetry(err):

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+func TestRetryable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("apply: commit: %w", sink.Retryable(errors.New("conn lost"))), true},
+		{fmt.Errorf("start: %w", source.ErrSlotInUse), true},
+		{fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), true},
+		{&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, true},
+		{&pgconn.PgError{Code: "08006"}, true},
+		{&pgconn.PgError{Code: "28P01", Message: "password authentication failed"}, false},
+		{&pgconn.PgError{Code: "3D000", Message: "database does not exist"}, false},
+		{&pgconn.PgError{Code: "23505", Message: "duplicate key"}, false},
+		{&source.PreflightError{Problems: []error{source.ErrWALLevel}}, false},
+		{errors.New("apply: insert on public.t at 0/1: value too long"), false},
+	} {
+		if got := retryable(c.err); got != c.want {
+			t.Errorf("retryable(%v) = %t, want %t", c.err, got, c.want)
+		}
+	}
+}
