@@ -106,8 +106,20 @@ func (b *txnBuffer) end(at int) error {
 	body := b.mem[at+recHeaderLen:]
 	binary.LittleEndian.PutUint32(b.mem[at:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(b.mem[at+4:], crc32.Checksum(body, crcTable))
-	return b.spool.grew(b, int64(len(b.mem)-at))
+	if err := b.spool.grew(b, int64(len(b.mem)-at)); err != nil {
+		return err
+	}
+	// Once spilled, a transaction goes on to its file in small steps instead
+	// of growing in memory again (and leaving the garbage of each growth).
+	if b.file != nil && len(b.mem) >= spillChunk {
+		return b.spill()
+	}
+	return nil
 }
+
+// spillChunk is how much of a spilled transaction is gathered in memory before
+// it is appended to the file.
+const spillChunk = 1 << 20
 
 func appendTuple(dst []byte, t source.Tuple) []byte {
 	if t == nil {
@@ -220,7 +232,11 @@ func (b *txnBuffer) spill() error {
 	}
 	b.fileBytes += int64(len(b.mem))
 	b.spool.used -= int64(len(b.mem))
-	b.mem = nil
+	if cap(b.mem) > 2*spillChunk {
+		b.mem = make([]byte, 0, spillChunk+spillChunk/4)
+	} else {
+		b.mem = b.mem[:0]
+	}
 	return nil
 }
 

@@ -16,7 +16,7 @@ import (
 const (
 	DefaultGroupMaxRows         = 10000
 	DefaultGroupMaxDelay        = 100 * time.Millisecond
-	DefaultMemoryLimit          = 64 << 20
+	DefaultMemoryLimit          = 32 << 20
 	DefaultIdleProgressInterval = 10 * time.Second
 )
 

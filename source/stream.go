@@ -17,7 +17,7 @@ import (
 // Default bounds of the buffer between the receive loop and its consumer.
 const (
 	DefaultBufferFrames = 1024
-	DefaultBufferBytes  = 64 << 20
+	DefaultBufferBytes  = 16 << 20
 )
 
 // statusWriteTimeout bounds a standby status update write: a server that does not
