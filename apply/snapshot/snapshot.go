@@ -7,6 +7,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -283,10 +284,16 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
 	sql += ") TO STDOUT"
 
 	pr, pw := io.Pipe()
-	counter := &countingWriter{w: pw, run: j.table}
+	// CopyTo writes one row at a time; gather them so that the pipe and the
+	// target's COPY see large writes, not one hand-off per row.
+	buffered := bufio.NewWriterSize(pw, copyBufferSize)
+	counter := &countingWriter{w: buffered, run: j.table}
 	done := make(chan error, 1)
 	go func() {
 		_, err := conn.PgConn().CopyTo(ctx, counter, sql)
+		if err == nil {
+			err = buffered.Flush()
+		}
 		pw.CloseWithError(err)
 		done <- err
 	}()
@@ -329,6 +336,10 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)))
 	return nil
 }
+
+// copyBufferSize is how much COPY data is gathered before it is handed to the
+// target's loader.
+const copyBufferSize = 1 << 20
 
 // countingWriter counts bytes and rows (lines of COPY text) as they pass.
 type countingWriter struct {
