@@ -17,8 +17,8 @@ package integration
 //
 // Each runs its scenario once per b.N (use -benchtime=1x); ns/op is pgrelay's
 // time, the other figures are metrics, and a markdown table of them goes to
-// stdout. With PGRELAY_BENCH_PERF=<dir>, perf records pgrelay's CPU profile
-// (call graphs) into <dir>/<benchmark>.perf.data.
+// stdout. With PGRELAY_BENCH_PERF=<dir>, perf records a system-wide CPU
+// profile (call graphs) while pgrelay runs into <dir>/<benchmark>.perf.data.
 
 import (
 	"bytes"
@@ -39,7 +39,9 @@ import (
 // benchMajor is the PostgreSQL major of every server in these benchmarks.
 const benchMajor = 15
 
-// benchDrainClients, benchDrainTxPerClient: the pgbench load of BenchmarkDrain.
+// The pgbench loads: BenchmarkDrain's backlog is benchDrainTx TPC-B
+// transactions on a scale-benchDrainScale database; BenchmarkSnapshot copies a
+// scale-benchSnapshotScale one.
 const (
 	benchDrainScale       = 10
 	benchDrainClients     = 4
@@ -162,7 +164,10 @@ func benchPerf(b *testing.B, name string, pid int) func() {
 		b.Fatalf("PGRELAY_BENCH_PERF=%s: %v", dir, err)
 	}
 	out := filepath.Join(dir, name+".perf.data")
-	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", out)
+	// System-wide, so the profile also shows the source's walsender and the
+	// target's backend: perf report --sort comm,dso -i <file>.
+	_ = pid
+	cmd := exec.Command("perf", "record", "-a", "-F", "499", "-g", "-o", out)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
@@ -237,6 +242,64 @@ func benchTail(s string) string {
 
 func benchMB(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
+// benchServerCPU is the CPU time (user + system) pg's PostgreSQL server has
+// used so far: the postmaster, its running processes and the exited ones it
+// reaped. Deltas of it are what a contender cost the server, however busy the
+// machine is with other work.
+func benchServerCPU(b *testing.B, pg *harness.PG) time.Duration {
+	b.Helper()
+	backend := pg.QueryString(b, "SELECT pg_backend_pid()")
+	st, err := benchProcStat(backend)
+	if err != nil {
+		b.Fatalf("server CPU: %v", err)
+	}
+	postmaster := st[1]
+	pm, err := benchProcStat(postmaster)
+	if err != nil {
+		b.Fatalf("server CPU: %v", err)
+	}
+	ticks := benchTicks(pm[11]) + benchTicks(pm[12]) + benchTicks(pm[13]) + benchTicks(pm[14])
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatalf("server CPU: %v", err)
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		child, err := benchProcStat(e.Name())
+		if err != nil || child[1] != postmaster {
+			continue // gone meanwhile, or not the server's
+		}
+		ticks += benchTicks(child[11]) + benchTicks(child[12])
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+// benchProcStat returns the fields of /proc/<pid>/stat after the command
+// name: [0] is the state, [1] the parent pid, [11] utime, [12] stime, [13]
+// cutime, [14] cstime (proc(5) field n is at n-3).
+func benchProcStat(pid string) ([]string, error) {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%s/stat: no command name", pid)
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 15 {
+		return nil, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f))
+	}
+	return f, nil
+}
+
+func benchTicks(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
 // benchPgbenchInit fills pg with pgbench's tables at scale.
 func benchPgbenchInit(b *testing.B, pg *harness.PG, scale int) {
 	b.Helper()
@@ -287,6 +350,9 @@ type benchDrainResult struct {
 	backlogBytes    int64
 	ceiling, native time.Duration
 	pgrelay         benchProc
+	// Server CPU spent by each contender: the source's walsender decoding,
+	// the target applying.
+	ceilingSourceCPU, nativeSourceCPU, nativeTargetCPU, relaySourceCPU, relayTargetCPU time.Duration
 }
 
 func BenchmarkDrain(b *testing.B) {
@@ -295,13 +361,15 @@ func BenchmarkDrain(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		runs = append(runs, benchDrainOnce(b, bin, i))
 	}
-	var ceiling, native, relay, cpu time.Duration
+	var ceiling, native, relay, cpu, nativeTgtCPU, relayTgtCPU time.Duration
 	var rss int64
 	for _, r := range runs {
 		ceiling += r.ceiling
 		native += r.native
 		relay += r.pgrelay.wall
 		cpu += r.pgrelay.cpu
+		nativeTgtCPU += r.nativeTargetCPU
+		relayTgtCPU += r.relayTargetCPU
 		rss = max(rss, r.pgrelay.maxRSS)
 	}
 	n := float64(len(runs))
@@ -314,16 +382,18 @@ func BenchmarkDrain(b *testing.B) {
 	b.ReportMetric(tps(relay)/tps(ceiling), "pgrelay/ceiling")
 	b.ReportMetric(benchMB(rss), "pgrelay-peak-RSS-MB")
 	b.ReportMetric(cpu.Seconds()/n, "pgrelay-CPU-s")
+	b.ReportMetric(nativeTgtCPU.Seconds()/n, "native-target-CPU-s")
+	b.ReportMetric(relayTgtCPU.Seconds()/n, "pgrelay-target-CPU-s")
 
 	last := runs[len(runs)-1]
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nDrain: %d pgbench TPC-B transactions (scale %d, -c %d -j %d) held by three slots, %.0f MB of WAL; PostgreSQL %d source and targets on one %d-core machine; the source made %.0f tx/s.\n\n",
 		benchDrainTx, benchDrainScale, benchDrainClients, benchDrainThreads, benchMB(last.backlogBytes), benchMajor, benchCPUs(), last.sourceTPS)
-	t.WriteString("| consumer | seconds | tx/s | pgrelay is |\n|---|---:|---:|---:|\n")
-	fmt.Fprintf(&t, "| pg_recvlogical → /dev/null (ceiling) | %.1f | %.0f | %.2f× |\n", last.ceiling.Seconds(), benchDrainTx/last.ceiling.Seconds(), last.ceiling.Seconds()/last.pgrelay.wall.Seconds())
-	fmt.Fprintf(&t, "| CREATE SUBSCRIPTION (native apply) | %.1f | %.0f | %.2f× |\n", last.native.Seconds(), benchDrainTx/last.native.Seconds(), last.native.Seconds()/last.pgrelay.wall.Seconds())
-	fmt.Fprintf(&t, "| pgrelay migrate | %.1f | %.0f | 1.00× |\n", last.pgrelay.wall.Seconds(), benchDrainTx/last.pgrelay.wall.Seconds())
-	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.1f s.\n", benchMB(last.pgrelay.maxRSS), last.pgrelay.cpu.Seconds())
+	t.WriteString("| consumer | seconds | tx/s | pgrelay is | source CPU s | target CPU s | pgrelay CPU s |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&t, "| pg_recvlogical → /dev/null (ceiling) | %.1f | %.0f | %.2f× | %.1f | – | – |\n", last.ceiling.Seconds(), benchDrainTx/last.ceiling.Seconds(), last.ceiling.Seconds()/last.pgrelay.wall.Seconds(), last.ceilingSourceCPU.Seconds())
+	fmt.Fprintf(&t, "| CREATE SUBSCRIPTION (native apply) | %.1f | %.0f | %.2f× | %.1f | %.1f | – |\n", last.native.Seconds(), benchDrainTx/last.native.Seconds(), last.native.Seconds()/last.pgrelay.wall.Seconds(), last.nativeSourceCPU.Seconds(), last.nativeTargetCPU.Seconds())
+	fmt.Fprintf(&t, "| pgrelay migrate | %.1f | %.0f | 1.00× | %.1f | %.1f | %.1f |\n", last.pgrelay.wall.Seconds(), benchDrainTx/last.pgrelay.wall.Seconds(), last.relaySourceCPU.Seconds(), last.relayTargetCPU.Seconds(), last.pgrelay.cpu.Seconds())
+	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB. CPU columns: the source and target PostgreSQL servers' CPU time during each drain (load on the machine from other work does not count).\n", benchMB(last.pgrelay.maxRSS))
 	fmt.Print(t.String())
 }
 
@@ -375,20 +445,24 @@ func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
 	b.Logf("backlog: %d transactions in %.0f MB of WAL up to %s; source %.0f tx/s", benchDrainTx, benchMB(backlog), endLSN, r.sourceTPS)
 
 	// (1) The ceiling: the walsender decoding into pg_recvlogical.
+	srcCPU := benchServerCPU(b, src)
 	ceil := benchRun(b, 30*time.Minute, benchLibpqEnv(src), "", benchTool(b, "pg_recvlogical"),
 		"-d", src.DB, "--start", "-S", slotCeiling, "-E", endLSN, "-f", "/dev/null", "-F", "0", "--no-loop",
 		"-o", "proto_version=3", "-o", "publication_names="+benchPublication)
 	r.ceiling = ceil.wall
+	r.ceilingSourceCPU = benchServerCPU(b, src) - srcCPU
 	b.Logf("pg_recvlogical: %v", r.ceiling.Round(time.Millisecond))
 
 	// (2) The peer: PostgreSQL's own subscription, done when its slot has
 	// confirmed the end of the backlog.
+	srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
 	start := time.Now()
 	nativeTgt.Exec(b, "ALTER SUBSCRIPTION bench_sub ENABLE")
 	benchWait(b, 60*time.Minute, 20*time.Millisecond, "the native subscription to confirm "+endLSN, func() bool {
-		return src.QueryString(b, "SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2", endLSN, slotNative) == "true"
+		return src.QueryString(b, "SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2", endLSN, slotNative) == "t"
 	})
 	r.native = time.Since(start)
+	r.nativeSourceCPU, r.nativeTargetCPU = benchServerCPU(b, src)-srcCPU, benchServerCPU(b, nativeTgt)-tgtCPU
 	nativeTgt.Exec(b, "ALTER SUBSCRIPTION bench_sub DISABLE")
 	if got := nativeTgt.QueryString(b, benchChecksum); got != want {
 		b.Fatalf("native subscription target checksum %s, source %s", got, want)
@@ -397,7 +471,10 @@ func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
 
 	// (3) pgrelay migrate: seeded, so it streams the backlog, applies up to a
 	// marker written after it and exits.
+	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, relayTgt)
 	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, slotRelay, "auto"), "drain", bin, "migrate")
+	time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
+	r.relaySourceCPU, r.relayTargetCPU = benchServerCPU(b, src)-srcCPU, benchServerCPU(b, relayTgt)-tgtCPU
 	if !strings.Contains(r.pgrelay.stdout, "caught up") {
 		b.Fatalf("pgrelay migrate did not report catching up:\n%s\n%s", r.pgrelay.stdout, benchTail(r.pgrelay.stderr))
 	}
@@ -413,6 +490,8 @@ type benchSnapshotResult struct {
 	dataBytes           int64
 	pgrelay             benchProc
 	native, dumpRestore time.Duration
+	// Server CPU spent by each copy (source, target).
+	relayCPU, nativeCPU, dumpCPU [2]time.Duration
 }
 
 func BenchmarkSnapshot(b *testing.B) {
@@ -449,14 +528,14 @@ func BenchmarkSnapshot(b *testing.B) {
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d, %.0f MB of table data (heap and TOAST, without indexes), PostgreSQL %d source and targets on one %d-core machine; every copy ends with the tables' primary keys built.\n\n",
 		benchSnapshotScale, benchMB(last.dataBytes), benchMajor, benchCPUs())
-	t.WriteString("| copy | seconds | MB/s | pgrelay is |\n|---|---:|---:|---:|\n")
-	row := func(name string, d time.Duration) {
-		fmt.Fprintf(&t, "| %s | %.1f | %.0f | %.2f× |\n", name, d.Seconds(), benchMB(last.dataBytes)/d.Seconds(), d.Seconds()/last.pgrelay.wall.Seconds())
+	t.WriteString("| copy | seconds | MB/s | pgrelay is | source CPU s | target CPU s |\n|---|---:|---:|---:|---:|---:|\n")
+	row := func(name string, d time.Duration, cpu [2]time.Duration) {
+		fmt.Fprintf(&t, "| %s | %.1f | %.0f | %.2f× | %.1f | %.1f |\n", name, d.Seconds(), benchMB(last.dataBytes)/d.Seconds(), d.Seconds()/last.pgrelay.wall.Seconds(), cpu[0].Seconds(), cpu[1].Seconds())
 	}
-	row("pg_dump | psql", last.dumpRestore)
-	row("CREATE SUBSCRIPTION (native initial sync)", last.native)
-	row("pgrelay migrate", last.pgrelay.wall)
-	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.1f s.\n", benchMB(last.pgrelay.maxRSS), last.pgrelay.cpu.Seconds())
+	row(`pg_dump \| psql`, last.dumpRestore, last.dumpCPU)
+	row("CREATE SUBSCRIPTION (native initial sync)", last.native, last.nativeCPU)
+	row("pgrelay migrate", last.pgrelay.wall, last.relayCPU)
+	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.1f s. CPU columns: the source and target PostgreSQL servers' CPU time during each copy.\n", benchMB(last.pgrelay.maxRSS), last.pgrelay.cpu.Seconds())
 	fmt.Print(t.String())
 }
 
@@ -484,7 +563,10 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	wantPKs := pkCount(src)
 
 	// (1) pgrelay migrate into an empty database: slot, copy, indexes, catch up.
+	srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, relayTgt)
 	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, fmt.Sprintf("bench_snap_%d", iter), "auto"), "snapshot", bin, "migrate")
+	time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
+	r.relayCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, relayTgt) - tgtCPU}
 	if got := relayTgt.QueryString(b, benchChecksum); got != want {
 		b.Fatalf("pgrelay target checksum %s, source %s", got, want)
 	}
@@ -496,13 +578,15 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	// (2) Native initial table sync into tables created by pg_dump -s.
 	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(nativeTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
+	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
 	start := time.Now()
 	nativeTgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (copy_data = true, slot_name = 'bench_native_sync_%d')",
 		benchConnInfo(src), benchPublication, iter))
 	benchWait(b, 60*time.Minute, 50*time.Millisecond, "the native subscription's tables to be ready", func() bool {
-		return nativeTgt.QueryString(b, "SELECT count(*) = 4 AND bool_and(srsubstate = 'r') FROM pg_catalog.pg_subscription_rel") == "true"
+		return nativeTgt.QueryString(b, "SELECT count(*) = 4 AND bool_and(srsubstate = 'r') FROM pg_catalog.pg_subscription_rel") == "t"
 	})
 	r.native = time.Since(start)
+	r.nativeCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, nativeTgt) - tgtCPU}
 	if got := nativeTgt.QueryString(b, benchChecksum); got != want {
 		b.Fatalf("native subscription target checksum %s, source %s", got, want)
 	}
@@ -510,8 +594,11 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	b.Logf("native initial sync: %v", r.native.Round(time.Millisecond))
 
 	// (3) pg_dump | psql: schema and data into an empty database.
+	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, dumpTgt)
 	r.dumpRestore = benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(dumpTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
+	time.Sleep(500 * time.Millisecond) // the postmasters reap pg_dump's and psql's sessions
+	r.dumpCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, dumpTgt) - tgtCPU}
 	if got := dumpTgt.QueryString(b, benchChecksum); got != want {
 		b.Fatalf("pg_dump | psql target checksum %s, source %s", got, want)
 	}

@@ -44,19 +44,22 @@ func e2eConfirmed(t testing.TB, e *e2eEnv) pglogrepl.LSN {
 
 // e2eCrashCheck runs after a kill: the stored position never goes back, and
 // the source was never told more than the target durably holds (invariant 2).
-func e2eCrashCheck(t testing.TB, e *e2eEnv, last *pglogrepl.LSN, round int) {
+// It reports whether the position moved since the last kill.
+func e2eCrashCheck(t testing.TB, e *e2eEnv, last *pglogrepl.LSN, round int) bool {
 	t.Helper()
 	progress := e2eProgress(t, e)
 	if progress < *last {
 		t.Errorf("kill %d: stored progress went back from %s to %s", round, *last, progress)
 	}
+	advanced := progress > *last
 	*last = progress
 	if progress == 0 {
-		return
+		return false
 	}
 	if confirmed := e2eConfirmed(t, e); confirmed > progress {
 		t.Errorf("kill %d: slot confirmed %s, past what the target holds (%s): feedback before durability", round, confirmed, progress)
 	}
+	return advanced
 }
 
 // TestCrashContinuousWriter: small transactions keep coming while replicate
@@ -73,7 +76,7 @@ func testCrashContinuousWriter(t *testing.T, major int) {
 
 	kills := 8 + rng.IntN(8)
 	var last pglogrepl.LSN
-	streamed := 0
+	streamed, advanced := 0, 0
 	for i := 1; i <= kills; i++ {
 		p := e.start("replicate")
 		if rng.IntN(2) == 0 {
@@ -87,16 +90,21 @@ func testCrashContinuousWriter(t *testing.T, major int) {
 			t.Fatalf("kill %d: replicate exited by itself (%v); log:\n%s", i, p.err, p.logs())
 		}
 		p.kill()
-		e2eCrashCheck(t, e, &last, i)
+		if e2eCrashCheck(t, e, &last, i) {
+			advanced++
+		}
 	}
 	txns := w.stop(t)
+	if advanced < 2 {
+		t.Errorf("the stored position moved between only %d of %d kills: the runs applied (almost) nothing", advanced, kills)
+	}
 	final := e.start("replicate")
 	e2eSync(t, e, final, 3*time.Minute)
 	e2eCompare(t, e)
 	if code := final.term(t, time.Minute); code != 0 {
 		t.Errorf("final replicate exited %d after SIGTERM; log:\n%s", code, final.logs())
 	}
-	t.Logf("%d kills (%d while streaming), %d writer transactions", kills, streamed, txns)
+	t.Logf("%d kills (%d while streaming, %d after progress was stored), %d writer transactions", kills, streamed, advanced, txns)
 }
 
 // TestCrashStreamedTransaction: kills while a large transaction is streamed
@@ -143,21 +151,27 @@ func testCrashStreamedTransaction(t *testing.T, major int) {
 	}()
 
 	var last pglogrepl.LSN
-	done, afterCommit := false, 0
-	kills := 0
-	for kills < 8 || afterCommit < 4 {
-		if kills >= 25 {
-			break
+	done := false
+	waitCommitted := func() {
+		if err := <-committed; err != nil {
+			t.Fatalf("big transaction: %v", err)
 		}
-		time.Sleep(e2eKillDelay(rng))
+		done = true
+	}
+	kills, duringTxn, afterCommit, duringApply := 0, 0, 0, 0
+	killAndRestart := func() {
+		t.Helper()
 		if p.exited() {
 			t.Fatalf("kill %d: replicate exited by itself (%v); log:\n%s", kills+1, p.err, p.logs())
 		}
 		p.kill()
 		kills++
-		if done {
-			afterCommit++
-		}
+		e2eCrashCheck(t, e, &last, kills)
+		p = e.start("replicate")
+	}
+	// While the source runs the transaction: its first chunks are streamed.
+	for !done && kills < 5 {
+		time.Sleep(e2eKillDelay(rng))
 		select {
 		case err := <-committed:
 			if err != nil {
@@ -165,14 +179,34 @@ func testCrashStreamedTransaction(t *testing.T, major int) {
 			}
 			done = true
 		default:
+			duringTxn++
 		}
-		e2eCrashCheck(t, e, &last, kills)
-		p = e.start("replicate")
+		killAndRestart()
 	}
 	if !done {
-		if err := <-committed; err != nil {
-			t.Fatalf("big transaction: %v", err)
+		waitCommitted()
+	}
+	// After the commit: each restart streams the whole transaction again.
+	for afterCommit < 3 || kills < 8 {
+		time.Sleep(e2eKillDelay(rng))
+		killAndRestart()
+		afterCommit++
+	}
+	// While the target applies it: a target transaction holds a lock on bulk.
+	applying := `SELECT count(*) > 0 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND c.relname = 'bulk' AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()`
+	for duringApply < 3 {
+		if e.tgt.QueryString(t, "SELECT count(*) > 0 FROM public.bulk") == "t" {
+			break // applied before a kill could hit the apply
 		}
+		e2eWaitTarget(t, e, p, 2*time.Minute, "an apply transaction on bulk", applying)
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		killAndRestart()
+		duringApply++
+	}
+	if duringApply == 0 {
+		t.Errorf("no kill hit the apply of the big transaction")
 	}
 	e.src.Exec(t, "INSERT INTO side VALUES (1)")
 	e2eSync(t, e, p, 4*time.Minute)
@@ -183,7 +217,7 @@ func testCrashStreamedTransaction(t *testing.T, major int) {
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("final replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
-	t.Logf("%d kills, %d after the commit", kills, afterCommit)
+	t.Logf("%d kills: %d while the source ran the transaction, %d after its commit, %d while the target applied it", kills, duringTxn, afterCommit, duringApply)
 }
 
 // TestCrashTwoPhase: kills around PREPARE TRANSACTION, with the source
@@ -290,7 +324,7 @@ func testCrashTwoPhase(t *testing.T, major int) {
 		e2eSync(t, e, p, 2*time.Minute)
 	}
 	e2eWaitTarget(t, e, p, time.Minute, "no prepared transaction", "SELECT count(*) = 0 FROM pg_prepared_xacts WHERE database = current_database()")
-	if got, wantS := e.tgt.QueryString(t, "SELECT count(*) FROM public.tp"), fmt.Sprint(want+100); got != wantS {
+	if got, wantS := e.tgt.QueryString(t, "SELECT count(*) FROM public.tp"), fmt.Sprint(want); got != wantS {
 		t.Errorf("target tp holds %s rows, want %s", got, wantS)
 	}
 	e2eCompare(t, e)
@@ -320,6 +354,9 @@ func testCrashSnapshotCopy(t *testing.T, major int) {
 		INSERT INTO small_b SELECT i, 'b' || i FROM generate_series(1, 100) i;
 		ANALYZE`)
 	rng := e2eRand(t)
+	// Enough workers for every table and range at once: the small tables are
+	// done while huge is still being copied.
+	e.extra = append(e.extra, "PGRELAY_COPY_WORKERS=4")
 	state := func(table string) string {
 		t.Helper()
 		if e.tgt.QueryString(t, "SELECT to_regclass('pgrelay.table_state') IS NOT NULL") != "t" {
@@ -507,13 +544,28 @@ func testCrashTargetDown(t *testing.T, major int) {
 	txns := w.stop(t)
 	e2eSync(t, e, p, 2*time.Minute)
 	e2eCompare(t, e)
-	retries := 0
+	// Backoff: the waits between attempts grow.
+	var waits []float64
 	for _, l := range p.logLines() {
 		if l.str("msg") == "will retry" {
-			retries++
+			in, _ := l["in"].(float64)
+			waits = append(waits, in)
 		}
 	}
-	t.Logf("%d writer transactions, %d retries; first: %v", txns, retries, retry)
+	retries := len(waits)
+	if retries < 2 {
+		t.Errorf("%d retries during an outage of over 3s; want several, with backoff", retries)
+	}
+	for i := 1; i < len(waits); i++ {
+		if waits[i] < waits[i-1] || waits[i] == 0 {
+			t.Errorf("retry waits %v do not back off", waits)
+			break
+		}
+	}
+	if len(waits) >= 3 && waits[len(waits)-1] <= waits[0] {
+		t.Errorf("retry waits %v do not grow", waits)
+	}
+	t.Logf("%d writer transactions, %d retries (waits %v ns); first: %v", txns, retries, waits, retry)
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}

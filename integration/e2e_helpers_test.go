@@ -44,10 +44,15 @@ var e2eBin struct {
 
 // e2eBinary builds cmd/pgrelay once per test binary and returns its path.
 // PGRELAY_E2E_RACE=1 builds it with the race detector (slower; the memory
-// test then measures the detector's overhead too).
+// test then measures the detector's overhead too); PGRELAY_E2E_BIN=path uses
+// a binary built elsewhere instead.
 func e2eBinary(t testing.TB) string {
 	t.Helper()
 	e2eBin.once.Do(func() {
+		if prebuilt := os.Getenv("PGRELAY_E2E_BIN"); prebuilt != "" {
+			e2eBin.path = prebuilt
+			return
+		}
 		start := time.Now()
 		e2eRemoveStaleBinDirs()
 		dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", e2eBinDirPrefix, os.Getpid()))
@@ -114,6 +119,8 @@ type e2eEnv struct {
 func e2eNewEnv(t testing.TB, src, tgt *harness.PG) *e2eEnv {
 	t.Helper()
 	n := e2eSerial.Add(1)
+	// The target's DDL goes to its server log, shown when a wait fails.
+	tgt.Exec(t, "ALTER DATABASE "+pgx.Identifier{tgt.DB}.Sanitize()+" SET log_statement = 'ddl'")
 	return &e2eEnv{
 		t:    t,
 		bin:  e2eBinary(t),
@@ -207,7 +214,17 @@ func (e *e2eEnv) start(args ...string) *e2eProc {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	e.t.Cleanup(p.kill)
+	t := e.t
+	t.Cleanup(func() {
+		p.kill()
+		// A binary built with PGRELAY_E2E_RACE=1 reports data races here.
+		for _, l := range p.errOut.all() {
+			if strings.Contains(l, "WARNING: DATA RACE") {
+				t.Errorf("%s reported a data race; log:\n%s", p.name, strings.Join(p.errOut.all(), "\n"))
+				break
+			}
+		}
+	})
 	return p
 }
 
@@ -538,7 +555,9 @@ func e2eSync(t testing.TB, e *e2eEnv, p *e2eProc, timeout time.Duration) {
 	token := fmt.Sprintf("sync-%d-%d", time.Now().UnixNano(), rand.Int64())
 	e.src.Exec(t, "CREATE TABLE IF NOT EXISTS public.e2e_sync (token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())")
 	e.src.Exec(t, "INSERT INTO public.e2e_sync (token) VALUES ($1)", token)
-	e2eWaitTarget(t, e, p, timeout, "marker "+token, "SELECT count(*) = 1 FROM public.e2e_sync WHERE token = $1", token)
+	start := time.Now()
+	e2eWaitTarget(t, e, p, timeout, "table e2e_sync", "SELECT to_regclass('public.e2e_sync') IS NOT NULL")
+	e2eWaitTarget(t, e, p, timeout-time.Since(start), "marker "+token, "SELECT count(*) = 1 FROM public.e2e_sync WHERE token = $1", token)
 }
 
 // e2eWaitTarget polls the target until query (returning one boolean) is true.
@@ -565,17 +584,29 @@ func e2eWaitTarget(t testing.TB, e *e2eEnv, p *e2eProc, timeout time.Duration, w
 			}
 		}
 		if p != nil && p.exited() {
-			t.Fatalf("waiting for %s on the target: %s exited with %v; log:\n%s", what, p.name, p.err, p.logs())
+			t.Fatalf("waiting for %s on the target: %s exited with %v; log:\n%s\n%s", what, p.name, p.err, p.logs(), e.targetLog())
 		}
 		if time.Now().After(deadline) {
 			msg := fmt.Sprintf("%s did not reach the target within %v (last error: %v)", what, timeout, lastErr)
 			if p != nil {
 				msg += "; log of " + p.name + ":\n" + p.logs()
 			}
-			t.Fatal(msg)
+			t.Fatal(msg + "\n" + e.targetLog())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// targetLog is the target server's log lines of the target database (its DDL
+// when e2eNewEnv could turn log_statement on), for failure messages.
+func (e *e2eEnv) targetLog() string {
+	var mine []string
+	for _, l := range strings.Split(e.tgt.ServerLog(), "\n") {
+		if strings.Contains(l, "@"+e.tgt.DB+" ") {
+			mine = append(mine, l)
+		}
+	}
+	return "target server log of " + e.tgt.DB + " (last lines of the server's):\n    " + strings.Join(mine, "\n    ")
 }
 
 // e2eStatus is `pgrelay status --json`.
@@ -642,6 +673,7 @@ func e2eWorkload(t testing.TB, name string) string {
 // e2eRand returns a random source whose seed is logged, so that a failing
 // sequence of kills can be replayed with PGRELAY_E2E_SEED.
 func e2eRand(t testing.TB) *rand.Rand {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("PGRELAY_E2E_SEED"); s != "" {
 		if v, err := strconv.ParseUint(s, 10, 64); err == nil {

@@ -53,8 +53,8 @@ func testE2EMigrate(t *testing.T, major int) {
 	e.src.Exec(t, e2eWorkload(t, "types_schema.sql"))
 
 	first := e.mustRun(3*time.Minute, "migrate")
-	if out := strings.Join(first.out.all(), "\n"); !strings.HasPrefix(out, "caught up: the target holds the source up to ") {
-		t.Errorf("migrate stdout = %q, want the caught-up line", out)
+	if out := strings.Join(first.out.all(), "\n"); !strings.HasPrefix(out, "caught up: ") || !e2eLSNPattern.MatchString(out) || strings.Count(out, "\n") > 0 {
+		t.Errorf("migrate stdout = %q, want one \"caught up: …\" line naming an LSN", out)
 	}
 	first.waitLog(t, "created slot", 0)
 	if n := e2eCompare(t, e); n != 6 {
@@ -199,12 +199,6 @@ func e2eStartWriter(t testing.TB, pg *harness.PG, rng *rand.Rand, nextID int) *e
 		<-w.done
 	})
 	return w
-}
-
-func (w *e2eWriter) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.txns
 }
 
 // stop ends the writer and returns how many transactions it committed.
@@ -403,7 +397,8 @@ func TestE2ETwoInstances(t *testing.T) {
 
 func testE2ETwoInstances(t *testing.T, major int) {
 	e := e2ePair(t, major)
-	e.src.Exec(t, "CREATE TABLE pairs (id int PRIMARY KEY, who text); INSERT INTO pairs VALUES (1, 'before')")
+	// The user's own publication: pgrelay uses it and teardown keeps it.
+	e.src.Exec(t, "CREATE TABLE pairs (id int PRIMARY KEY, who text); INSERT INTO pairs VALUES (1, 'before'); CREATE PUBLICATION "+e.pub+" FOR ALL TABLES")
 	first := e.start("replicate")
 	first.waitLog(t, "streaming", 2*time.Minute)
 	second := e.start("replicate")
@@ -425,5 +420,147 @@ func testE2ETwoInstances(t *testing.T, major int) {
 	e2eCompare(t, e)
 	if code := second.term(t, time.Minute); code != 0 {
 		t.Errorf("second instance exited %d after SIGTERM; log:\n%s", code, second.logs())
+	}
+	if _, ok := first.findLog("created publication"); ok {
+		t.Errorf("pgrelay claims to have created the user's publication")
+	}
+	e.mustRun(time.Minute, "teardown")
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); got != "1" {
+		t.Errorf("teardown dropped the user's publication")
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "0" {
+		t.Errorf("teardown left the slot")
+	}
+}
+
+// TestE2ECompareDetectsDifferences checks the comparison itself: equal
+// tables pass; a changed value, a missing row, a duplicated row, a type and
+// an extra column are each reported.
+func TestE2ECompareDetectsDifferences(t *testing.T) {
+	major := harness.Majors()[0]
+	e := e2ePair(t, major)
+	ddl := "CREATE TABLE cmp (id int, v text, f float8, b bytea); INSERT INTO cmp VALUES (1, E'a\\tb', 0.1, '\\x00'), (2, NULL, 'NaN', NULL), (3, 'ü', -0, '\\x5c')"
+	e.src.Exec(t, ddl+"; CREATE PUBLICATION "+e.pub+" FOR TABLE cmp")
+	e.tgt.Exec(t, ddl)
+	if diffs, n := e2eDiff(t, e); len(diffs) != 0 || n != 1 {
+		t.Fatalf("equal tables: %d tables, diffs %v", n, diffs)
+	}
+	for _, tc := range []struct{ change, want, undo string }{
+		{"UPDATE cmp SET v = 'A' WHERE id = 1", `- source only: "1\ta\\tb`, "UPDATE cmp SET v = E'a\\tb' WHERE id = 1"},
+		{"DELETE FROM cmp WHERE id = 2", "source 3 rows, target 2 rows", "INSERT INTO cmp VALUES (2, NULL, 'NaN', NULL)"},
+		{"INSERT INTO cmp SELECT * FROM cmp WHERE id = 3", "+ target only: \"3\\tü", "DELETE FROM cmp WHERE id = 3 AND ctid <> (SELECT min(ctid) FROM cmp WHERE id = 3)"},
+		{"ALTER TABLE cmp ALTER COLUMN f TYPE numeric USING 0", "f is double precision on the source, numeric on the target", "ALTER TABLE cmp ALTER COLUMN f TYPE float8 USING 0"},
+		{"ALTER TABLE cmp ADD COLUMN extra int", "extra integer only on the target", "ALTER TABLE cmp DROP COLUMN extra"},
+	} {
+		e.tgt.Exec(t, tc.change)
+		diffs, _ := e2eDiff(t, e)
+		if got := strings.Join(diffs, "\n"); !strings.Contains(got, tc.want) {
+			t.Errorf("after %s: diff\n%s\nlacks %q", tc.change, got, tc.want)
+		}
+		e.tgt.Exec(t, tc.undo)
+	}
+}
+
+// TestE2EDDLWhileBehind: schema changes made while pgrelay is stopped reach
+// it later, when the source catalog is already past them: a column added with
+// a default that was dropped afterwards (existing rows still hold the default),
+// and a column renamed after rows were written under its old name.
+func TestE2EDDLWhileBehind(t *testing.T) {
+	e2eEachMajor(t, testE2EDDLWhileBehind)
+}
+
+func testE2EDDLWhileBehind(t *testing.T, major int) {
+	for _, tc := range []struct {
+		name  string
+		while []string // one transaction each, run while pgrelay is stopped
+	}{
+		{"dropped default", []string{
+			"INSERT INTO behind VALUES (51, 51)",
+			"ALTER TABLE behind ADD COLUMN status text NOT NULL DEFAULT 'active'",
+			"INSERT INTO behind (id, v) VALUES (52, 52)",
+			"ALTER TABLE behind ALTER COLUMN status DROP DEFAULT",
+			"INSERT INTO behind VALUES (53, 53, 'explicit')",
+		}},
+		{"renamed column", []string{
+			"INSERT INTO behind VALUES (51, 51)",
+			"ALTER TABLE behind RENAME COLUMN v TO w",
+			"INSERT INTO behind VALUES (52, 52)",
+			"UPDATE behind SET w = w + 1000 WHERE id <= 3",
+		}},
+		{"changed default", []string{
+			"ALTER TABLE behind ADD COLUMN n int DEFAULT 1",
+			"INSERT INTO behind (id, v) VALUES (51, 51)",
+			"ALTER TABLE behind ALTER COLUMN n SET DEFAULT 2",
+			"INSERT INTO behind (id, v) VALUES (52, 52)",
+		}},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			e := e2ePair(t, major)
+			e.src.Exec(t, "CREATE TABLE behind (id int PRIMARY KEY, v int); INSERT INTO behind SELECT i, i FROM generate_series(1, 50) i")
+			p := e.start("replicate")
+			p.waitLog(t, "streaming", 2*time.Minute)
+			e2eSync(t, e, p, time.Minute)
+			if code := p.term(t, time.Minute); code != 0 {
+				t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+			}
+			for _, sql := range tc.while {
+				e.src.Exec(t, sql)
+			}
+			p = e.start("replicate")
+			e2eSync(t, e, p, time.Minute)
+			e2eCompare(t, e)
+			if code := p.term(t, time.Minute); code != 0 {
+				t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+			}
+		})
+	}
+}
+
+// TestE2ETwoPhaseOff: with PGRELAY_TWO_PHASE=off a prepared source
+// transaction reaches the target only when committed, as a plain one.
+func TestE2ETwoPhaseOff(t *testing.T) {
+	e2eEachMajor(t, testE2ETwoPhaseOff)
+}
+
+func testE2ETwoPhaseOff(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.extra = append(e.extra, "PGRELAY_TWO_PHASE=off")
+	e.src.Exec(t, "CREATE TABLE tp_off (id int PRIMARY KEY, v text)")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	conn := e.src.Conn(t)
+	ctx := e2eCtx(t, 2*time.Minute)
+	for i, tc := range []struct {
+		insert string
+		commit bool
+	}{
+		{"INSERT INTO tp_off VALUES (1, 'a'), (2, 'b')", true},
+		{"INSERT INTO tp_off VALUES (3, 'rolled back')", false},
+		{"INSERT INTO tp_off SELECT i, repeat('s', 200) FROM generate_series(100, 3100) i", true}, // streamed
+	} {
+		gid := fmt.Sprintf("e2e_off_%s_%d", e.slot, i)
+		for _, sql := range []string{"BEGIN", tc.insert, "PREPARE TRANSACTION '" + gid + "'"} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		e2eSync(t, e, p, time.Minute)
+		if got := e2eTargetPrepared(t, e); got != "" {
+			t.Errorf("PGRELAY_TWO_PHASE=off, yet the target holds prepared transactions %s", got)
+		}
+		if tc.commit {
+			e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
+		} else {
+			e.src.Exec(t, "ROLLBACK PREPARED '"+gid+"'")
+		}
+		e2eSync(t, e, p, time.Minute)
+		e2eCompare(t, e)
+	}
+	st, raw := e.status(t)
+	if st.Slot.TwoPhase {
+		t.Errorf("PGRELAY_TWO_PHASE=off, yet the slot decodes two-phase:\n%s", raw)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }

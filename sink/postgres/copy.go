@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"unsafe"
+
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -51,7 +53,7 @@ func (r *insertRun) add(ts *tableStatements, ch *sink.Change) bool {
 
 // full reports whether the run should be sent now, to bound memory.
 func (r *insertRun) full(o Options) bool {
-	return r.rows >= o.CopyThreshold && len(r.arena) >= o.CopyBytes
+	return r.rows >= o.CopyThreshold && len(r.arena)+len(r.vals)*int(unsafe.Sizeof(valueRef{}))+len(r.lsns)*8 >= o.CopyBytes
 }
 
 func (r *insertRun) reset() {
