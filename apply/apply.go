@@ -580,13 +580,34 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 	if a.cur != nil && a.cur.buf != nil {
 		return a.cur.buf.addRelation(m, lsn)
 	}
-	return a.ensureRelation(ctx, lsn, m, !a.inGroupTxn() && (a.cur == nil || a.cur.skip))
+	var xid uint32
+	if a.cur != nil {
+		xid = a.cur.xid
+	}
+	return a.ensureRelation(ctx, lsn, xid, m, !a.inGroupTxn() && (a.cur == nil || a.cur.skip))
 }
 
-// ensureRelation installs a relation version and brings the target table up to
-// it. With a sink whose DDL commits implicitly, flushFirst commits the group
-// first; callers pass false only where no target transaction is open.
-func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, rel *source.Relation, flushFirst bool) error {
+// commitWaiter is the optional capability of a Catalog to wait until a source
+// transaction is visible, before facts are read for its Relation messages.
+type commitWaiter interface {
+	WaitCommitted(ctx context.Context, xid uint32) error
+}
+
+// ensureRelation installs a Relation message of source transaction xid (0 when
+// unknown) and brings the target table up to it. With a sink whose DDL commits
+// implicitly, flushFirst commits the group first; callers pass false only where
+// no target transaction is open.
+func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
+	if lsn == 0 {
+		// Relation messages come in XLogData without a WAL position: name the
+		// transaction's commit instead.
+		lsn = a.txnLSN
+	}
+	if w, ok := a.cat.(commitWaiter); ok && xid != 0 {
+		if err := w.WaitCommitted(ctx, xid); err != nil {
+			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+		}
+	}
 	t, prev, changed, err := a.cat.Apply(ctx, rel)
 	if err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
@@ -834,6 +855,11 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			if _, seen := versions[rel.RelationID]; !seen {
 				versions[rel.RelationID], _ = a.cat.Table(rel.RelationID) // nil when new
 			}
+			if w, ok := a.cat.(commitWaiter); ok {
+				if err := w.WaitCommitted(ctx, buf.xid); err != nil {
+					return err
+				}
+			}
 			t, prev, changed, err := a.cat.Apply(ctx, rel)
 			if err != nil {
 				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, rec.lsn, err)
@@ -868,7 +894,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			if _, err := target(ctx); err != nil {
 				return err
 			}
-			return a.ensureRelation(ctx, rec.lsn, rec.relation, false)
+			return a.ensureRelation(ctx, rec.lsn, buf.xid, rec.relation, false)
 		case recMessage:
 			if a.cfg.OnLogicalMessage != nil {
 				msgs = append(msgs, rec.msg)
@@ -893,7 +919,7 @@ func (a *Applier) installRelations(ctx context.Context, buf *txnBuffer) error {
 		if rec.kind != recRelation {
 			return nil
 		}
-		return a.ensureRelation(ctx, rec.lsn, rec.relation, true)
+		return a.ensureRelation(ctx, rec.lsn, buf.xid, rec.relation, true)
 	})
 }
 

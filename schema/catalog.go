@@ -67,6 +67,18 @@ func NewCatalog(facts FactReader) *Catalog {
 	}
 }
 
+// WaitCommitted waits, when the fact reader can, until source transaction xid is
+// visible to new snapshots, so that facts read for its Relation messages include
+// its own DDL (see SourceFacts.WaitCommitted).
+func (c *Catalog) WaitCommitted(ctx context.Context, xid uint32) error {
+	if w, ok := c.facts.(interface {
+		WaitCommitted(ctx context.Context, xid uint32) error
+	}); ok {
+		return w.WaitCommitted(ctx, xid)
+	}
+	return nil
+}
+
 // ApplyType records a Type message. pgoutput sends one before the first Relation
 // that uses a non-built-in type; the catalog uses its name when the source
 // catalog no longer knows the type.

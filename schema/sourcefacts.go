@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -91,6 +92,40 @@ func (s *SourceFacts) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) 
 		return fmt.Errorf("schema: %s: %w", what, err)
 	}
 	return nil
+}
+
+// commitWaitLimit bounds WaitCommitted: a prepared transaction keeps its lock
+// until COMMIT PREPARED, so the wait cannot be unconditional.
+const commitWaitLimit = 3 * time.Second
+
+// WaitCommitted waits until transaction xid has ended on the source, so that a
+// snapshot taken next sees its catalog changes. The walsender may send a
+// transaction once its commit record is flushed, a moment before the committing
+// backend makes it visible to new snapshots; facts read in that moment would
+// miss the columns its DDL added. The transaction's lock on its own xid is
+// released only after it became visible. A transaction still holding it after
+// a few seconds (a prepared one) is not waited for any longer.
+func (s *SourceFacts) WaitCommitted(ctx context.Context, xid uint32) error {
+	if s == nil || s.conn == nil || xid == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(commitWaitLimit)
+	for {
+		var running bool
+		err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
+			WHERE locktype = 'transactionid' AND transactionid = $1::text::xid)`, fmt.Sprint(xid)).Scan(&running)
+		if err != nil {
+			return fmt.Errorf("schema: wait for source transaction %d to end: %w", xid, err)
+		}
+		if !running || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // TableFacts implements FactReader.
