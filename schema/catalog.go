@@ -44,6 +44,7 @@ type ColumnFacts struct {
 	NotNull         bool
 	Default         string // pg_get_expr of the default, "" when none (or generated column)
 	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
+	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
 }
@@ -153,6 +154,7 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 			col.NotNull = f.NotNull
 			col.Default = f.Default
 			col.VolatileDefault = f.VolatileDefault
+			col.FillValue = f.FillValue
 		} else {
 			name, err := c.fallbackTypeName(ctx, rc.TypeOID, rc.TypeMod, types)
 			if err != nil {

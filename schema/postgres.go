@@ -290,6 +290,19 @@ END`))
 		if _, ok := matched.prevOf[j]; ok {
 			continue
 		}
+		if c.FillValue != "" {
+			// Existing rows get what they hold on the source; then the
+			// column takes the source's current default, if any.
+			fill := *c
+			fill.Default, fill.VolatileDefault = c.FillValue, false
+			alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(&fill))
+			if dflt := targetDefault(c); dflt == "" {
+				alter("ALTER COLUMN " + d.QuoteIdent(c.Name) + " DROP DEFAULT")
+			} else if dflt != c.FillValue {
+				alter("ALTER COLUMN " + d.QuoteIdent(c.Name) + " SET DEFAULT " + dflt)
+			}
+			continue
+		}
 		if c.Default != "" && c.VolatileDefault {
 			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; fix: add the column on the target by hand with the source's values, or on the source add it without a default and set the default in a second ALTER TABLE",
 				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Default)

@@ -31,6 +31,7 @@ func volatile(expr string) func(*Column) {
 	return func(c *Column) { c.Default = expr; c.VolatileDefault = true }
 }
 func attnum(n int16) func(*Column) { return func(c *Column) { c.Attnum = n } }
+func fill(lit string) func(*Column) { return func(c *Column) { c.FillValue = lit } }
 func ofType(typ *Type) func(*Column) {
 	return func(c *Column) { c.Type = typ; c.TypeOID = typ.OID }
 }
@@ -147,6 +148,17 @@ func goldenCases() []goldenCase {
 			col("email", "character varying(255)", attnum(3)),
 			col("score", "integer", dflt("0"), attnum(4)),
 			col("joined", "timestamp with time zone", volatile("now()"), attnum(5)),
+		)},
+		// Columns added while pgrelay was behind: existing rows hold the value of
+		// the default of the time (attmissingval), not the default of now.
+		{name: "alter_add_fill_values", prev: usersV1, t: table("public", "users", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", notNull, attnum(2)),
+			col("email", "character varying(255)", attnum(3)),
+			col("score", "integer", dflt("0"), attnum(4)),
+			col("status", "text", notNull, fill("'active'::text"), attnum(5)),
+			col("level", "integer", dflt("2"), fill("'1'::integer"), attnum(6)),
+			col("since", "timestamp with time zone", volatile("now()"), fill("'2026-01-01 00:00:00+00'::timestamp with time zone"), attnum(7)),
 		)},
 		{name: "alter_type_change", prev: usersV1, t: table("public", "users", IdentityDefault,
 			col("id", "bigint", key, attnum(1)),

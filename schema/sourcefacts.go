@@ -136,6 +136,14 @@ func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (Tab
 		if s.serverVersion >= 120000 {
 			generated = "a.attgenerated <> ''"
 		}
+		// attmissingval (11+) holds what rows older than an ADD COLUMN read for
+		// it; arrays of arrays cannot be taken apart this way, so not for arrays.
+		missing := "''"
+		if s.serverVersion >= 110000 {
+			missing = `CASE WHEN a.atthasmissing AND a.attndims = 0 AND tt.typcategory <> 'A'
+         THEN pg_catalog.quote_literal((a.attmissingval::text::text[])[1]) || '::' || pg_catalog.format_type(a.atttypid, a.atttypmod)
+         ELSE '' END`
+		}
 		query := `
 SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod") + `,
        a.attnotnull,
@@ -144,7 +152,8 @@ SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypi
          d.adbin::text ~ $3 OR EXISTS (
            SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m
            JOIN pg_catalog.pg_proc p ON p.oid = m[2]::oid
-           WHERE p.provolatile <> 'i'))
+           WHERE p.provolatile <> 'i')),
+       ` + missing + `
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `
@@ -163,7 +172,7 @@ ORDER BY a.attnum`
 				f                                     ColumnFacts
 			)
 			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-				&f.NotNull, &f.Default, &f.VolatileDefault); err != nil {
+				&f.NotNull, &f.Default, &f.VolatileDefault, &f.FillValue); err != nil {
 				rows.Close()
 				return err
 			}

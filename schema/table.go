@@ -90,6 +90,11 @@ type Column struct {
 	// target: any expression that is not immutable (nextval(), random(), now()).
 	Default         string
 	VolatileDefault bool
+	// FillValue is the value the rows that existed when the column was added
+	// hold, as a typed SQL literal (pg_attribute.attmissingval, PostgreSQL 11+);
+	// "" when unknown. It, not the current default, fills existing target rows
+	// when the column is added there: the default may have changed since.
+	FillValue string
 }
 
 // Table is a source relation as pgrelay replicates it.

@@ -46,13 +46,17 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if err != nil {
 		return err
 	}
-	if prev == nil {
-		// The first Relation of a table since start: compare with what the
-		// target was last built to.
-		if prev, err = storedDefinition(ctx, conn, s.dialect, t); err != nil {
-			return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
-		}
-		if prev != nil && schema.SameDefinition(prev, t) {
+	// What the target was last built to is the truth to alter from: after a
+	// restart the caller knows no previous version, and the stored one keeps
+	// the attribute numbers that tell a renamed column from a new one even when
+	// the source's catalog has moved on since.
+	stored, err := storedDefinition(ctx, conn, s.dialect, t)
+	if err != nil {
+		return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+	}
+	if stored != nil {
+		prev = stored
+		if schema.SameDefinition(prev, t) {
 			return nil
 		}
 	}
