@@ -64,6 +64,13 @@ func testE2EMigrate(t *testing.T, major int) {
 	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'child' AND indexdef LIKE '%(parent_id)%'"); got != "1" {
 		t.Errorf("target indexes on child(parent_id): %s, want 1", got)
 	}
+	// Primary keys are added after the load: the source's, plus the replica
+	// identity index of index_ident as its key.
+	keyed := "SELECT string_agg(conrelid::regclass::text || ':' || pg_get_constraintdef(oid), ',' ORDER BY conrelid::regclass::text) FROM pg_constraint WHERE contype = 'p' AND connamespace = 'public'::regnamespace"
+	const wantKeys = "child:PRIMARY KEY (id),index_ident:PRIMARY KEY (code, region),parent:PRIMARY KEY (id),types_all:PRIMARY KEY (id)"
+	if got := e.tgt.QueryString(t, keyed); got != wantKeys {
+		t.Errorf("target primary keys %q, want %q (source: %q)", got, wantKeys, e.src.QueryString(t, keyed))
+	}
 	st, raw := e.status(t)
 	if !st.Seeded || !st.Slot.Exists || st.Slot.Active || st.Slot.Name != e.slot || len(st.Tables) != 6 {
 		t.Errorf("status after migrate: %s", raw)

@@ -30,7 +30,7 @@ func dflt(expr string) func(*Column) {
 func volatile(expr string) func(*Column) {
 	return func(c *Column) { c.Default = expr; c.VolatileDefault = true }
 }
-func attnum(n int16) func(*Column) { return func(c *Column) { c.Attnum = n } }
+func attnum(n int16) func(*Column)  { return func(c *Column) { c.Attnum = n } }
 func fill(lit string) func(*Column) { return func(c *Column) { c.FillValue = lit } }
 func ofType(typ *Type) func(*Column) {
 	return func(c *Column) { c.Type = typ; c.TypeOID = typ.OID }

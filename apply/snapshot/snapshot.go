@@ -46,6 +46,13 @@ type IndexBuilder interface {
 	CreateIndexes(ctx context.Context, t *schema.Table, defs []string) error
 }
 
+// KeyDeferrer is the capability to load a table without its primary key and
+// add the key afterwards (one sorted build instead of an insert per row).
+type KeyDeferrer interface {
+	DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error)
+	AddPrimaryKey(ctx context.Context, t *schema.Table) error
+}
+
 // Config tunes the copy.
 type Config struct {
 	// Slot names the replication slot whose seed this copy is.
@@ -154,6 +161,11 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 			}
 			if _, err := cl.CopyFromClean(ctx, r.Table.Table, strings.NewReader("")); err != nil {
 				return Result{}, fmt.Errorf("snapshot: empty %s before copying it again: %w", r.Table.Table.QualifiedName(), err)
+			}
+			if kd, ok := target.(KeyDeferrer); ok {
+				if _, err := kd.DropPrimaryKey(ctx, r.Table.Table); err != nil {
+					return Result{}, err
+				}
 			}
 		}
 	}
@@ -319,6 +331,11 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	st := sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load()}
 	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
 		return err
+	}
+	if kd, ok := target.(KeyDeferrer); ok {
+		if err := kd.AddPrimaryKey(ctx, t); err != nil {
+			return err
+		}
 	}
 	if defs := r.indexDefs; len(defs) > 0 {
 		ib, ok := target.(IndexBuilder)

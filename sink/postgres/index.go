@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/schema"
 )
@@ -39,4 +42,63 @@ func ifNotExists(def string) string {
 		}
 	}
 	return def
+}
+
+// DropPrimaryKey removes the primary key of t's target table before a bulk
+// load into the emptied table, reporting whether there was one. AddPrimaryKey
+// puts it back after the load.
+func (s *Sink) DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error) {
+	qname := quotedTable(s.dialect, t)
+	var dropped bool
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		var name string
+		err := conn.QueryRow(ctx, "SELECT conname FROM pg_catalog.pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'", qname).Scan(&name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "ALTER TABLE "+qname+" DROP CONSTRAINT "+s.dialect.QuoteIdent(name)); err != nil {
+			return err
+		}
+		dropped = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("sink/postgres: drop the primary key of %s before loading it: %w", qname, err)
+	}
+	return dropped, nil
+}
+
+// AddPrimaryKey gives t's target table its primary key when it has none.
+func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) error {
+	pk, ok := s.dialect.(interface{ AddPrimaryKey(*schema.Table) string })
+	if !ok {
+		return nil
+	}
+	sql := pk.AddPrimaryKey(t)
+	if sql == "" {
+		return nil
+	}
+	qname := quotedTable(s.dialect, t)
+	conn, err := s.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var has bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = $1::regclass AND contype = 'p')", qname).Scan(&has); err != nil {
+		return classify(fmt.Errorf("sink/postgres: add the primary key of %s: %w", qname, err), conn.IsClosed())
+	}
+	if has {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '256MB'"); err != nil {
+		return classify(fmt.Errorf("sink/postgres: add the primary key of %s: %w", qname, err), conn.IsClosed())
+	}
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return classify(fmt.Errorf("sink/postgres: add the primary key of %s (%s): %w", qname, sql, err), conn.IsClosed())
+	}
+	return nil
 }
