@@ -300,6 +300,11 @@ func (s *Sink) prepare(ctx context.Context, ts *tableStatements, st *statement, 
 	if !named {
 		return nil
 	}
+	if s.cur != nil {
+		if err := s.cur.wait(); err != nil {
+			return err
+		}
+	}
 	s.stmtSeq++
 	name := "pgrelay_" + strconv.Itoa(s.stmtSeq)
 	if _, err := s.conn.PgConn().Prepare(ctx, name, st.sql, st.paramOIDs); err != nil {

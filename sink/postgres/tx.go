@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/schema"
@@ -84,7 +85,11 @@ type Tx struct {
 	sent  bool   // a batch reached the server: there is a transaction to roll back
 	err   error  // the first failure: the transaction can only be rolled back
 	done  bool
-	run   insertRun
+	// inflight receives the result of the batch sent by sendAsync, nil when
+	// none is on the wire. The apply connection is not touched again until it
+	// is taken (wait).
+	inflight chan error
+	run      insertRun
 
 	shape  []byte   // scratch: shape key
 	values [][]byte // scratch: parameter values
@@ -298,9 +303,50 @@ func nonNil(b []byte) []byte {
 
 func (tx *Tx) maybeSend(ctx context.Context) error {
 	if len(tx.ops) >= tx.s.opts.BatchSize || tx.bytes >= tx.s.opts.BatchBytes {
-		return tx.send(ctx)
+		return tx.sendAsync(ctx)
 	}
 	return nil
+}
+
+// wait takes the result of the batch on the wire, if any. Everything that uses
+// the apply connection calls it first.
+func (tx *Tx) wait() error {
+	if tx.inflight == nil {
+		return nil
+	}
+	err := <-tx.inflight
+	tx.inflight = nil
+	if err != nil {
+		return tx.fail(err)
+	}
+	return nil
+}
+
+// sendAsync sends the queued statements and returns at once: the next batch
+// is built while the target executes this one (one batch on the wire at a
+// time). Its result, and any error mapped to its change, is taken by the next
+// wait: at the next send, at Commit, or before any other use of the
+// connection, so nothing is committed past a failed statement.
+func (tx *Tx) sendAsync(ctx context.Context) error {
+	if err := tx.wait(); err != nil {
+		return err
+	}
+	if len(tx.ops) == 0 {
+		return nil
+	}
+	conn, ops, batch, keys := tx.take()
+	done := make(chan error, 1)
+	tx.inflight = done
+	go func() { done <- tx.s.exec(ctx, conn, ops, batch, keys) }()
+	return nil
+}
+
+// take hands the queued statements over for sending.
+func (tx *Tx) take() (*pgx.Conn, []op, *pgconn.Batch, []byte) {
+	ops, batch, keys := tx.ops, tx.batch, tx.keys
+	tx.ops, tx.batch, tx.bytes, tx.keys = tx.ops[:0:0], &pgconn.Batch{}, 0, nil
+	tx.sent = true
+	return tx.s.conn, ops, batch, keys
 }
 
 // Truncate queues TRUNCATE of tables. CASCADE is never used: the source lists
@@ -390,6 +436,7 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	defer tx.finish()
+	_ = tx.wait() // the batch on the wire; its error no longer matters
 	conn := tx.s.conn
 	if !tx.sent || conn == nil || conn.IsClosed() {
 		// Nothing reached the server, or the session is gone and with it the
@@ -442,18 +489,24 @@ func (e *sendError) Unwrap() error { return e.err }
 // send executes the queued statements in one round trip and maps every result
 // and error back to its change.
 func (tx *Tx) send(ctx context.Context) error {
+	if err := tx.wait(); err != nil {
+		return err
+	}
 	if len(tx.ops) == 0 {
 		return nil
 	}
-	conn := tx.s.conn
-	ops, batch := tx.ops, tx.batch
-	tx.ops, tx.batch, tx.bytes = tx.ops[:0:0], &pgconn.Batch{}, 0
-	keys := tx.keys
-	tx.keys = nil
+	conn, ops, batch, keys := tx.take()
+	if err := tx.s.exec(ctx, conn, ops, batch, keys); err != nil {
+		return tx.fail(err)
+	}
+	return nil
+}
 
-	tx.sent = true
-	tx.s.stats.batches.Add(1)
-	tx.s.stats.statements.Add(int64(len(ops)))
+// exec runs one batch on conn and maps every result and error back to its
+// change. It touches no Tx state: sendAsync runs it on another goroutine.
+func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn.Batch, keys []byte) error {
+	s.stats.batches.Add(1)
+	s.stats.statements.Add(int64(len(ops)))
 	mrr := conn.PgConn().ExecBatch(ctx, batch)
 	done := 0
 	missing := -1
@@ -473,7 +526,7 @@ func (tx *Tx) send(ctx context.Context) error {
 	err := mrr.Close()
 	if missing >= 0 && (err == nil || missing < done) {
 		o := ops[missing]
-		return tx.fail(&ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: ErrRowNotFound})
+		return &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: ErrRowNotFound}
 	}
 	if err == nil {
 		return nil
@@ -495,10 +548,10 @@ func (tx *Tx) send(ctx context.Context) error {
 		// The failing statement is unknown once the session is gone.
 		ce = &ChangeError{Op: "send batch", Table: o.table, LSN: ops[len(ops)-1].lsn, Err: err}
 		if last := ops[len(ops)-1].kind; last == opCommit || last == opPrepare {
-			return tx.fail(&sendError{err: ce, commitUnknown: true})
+			return &sendError{err: ce, commitUnknown: true}
 		}
 	}
-	return tx.fail(classify(ce, lost))
+	return classify(ce, lost)
 }
 
 // flushRun sends the pending run of inserts: as COPY when long enough, else as
