@@ -84,11 +84,18 @@ func (e *usageError) Unwrap() error { return e.err }
 // transactions in hand 32 MiB before they spill to disk); the limit makes the
 // garbage collector work harder before the process grows past it, so the
 // peak RSS stays near the live data instead of twice it.
-const defaultMemoryLimit = 192 << 20
+const defaultMemoryLimit = 160 << 20
 
 func main() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		// The live heap is small and the allocation rate high (a copy of
+		// every message): collecting at 4× the live heap instead of 2× took
+		// a third off pgrelay's CPU in the drain benchmark, and the memory
+		// limit above still bounds the total.
+		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
