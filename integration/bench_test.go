@@ -70,17 +70,6 @@ type benchProc struct {
 	stderr string
 }
 
-// benchBuildPgrelay compiles pgrelay into a temporary directory.
-func benchBuildPgrelay(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "pgrelay")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/pgrelay/pgrelay/cmd/pgrelay")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build pgrelay: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // benchTool is the path of a PostgreSQL 15 client program.
 func benchTool(b *testing.B, name string) string {
 	b.Helper()
@@ -356,7 +345,7 @@ type benchDrainResult struct {
 }
 
 func BenchmarkDrain(b *testing.B) {
-	bin := benchBuildPgrelay(b)
+	bin := e2eBinary(b)
 	var runs []benchDrainResult
 	for i := 0; i < b.N; i++ {
 		runs = append(runs, benchDrainOnce(b, bin, i))
@@ -495,7 +484,7 @@ type benchSnapshotResult struct {
 }
 
 func BenchmarkSnapshot(b *testing.B) {
-	bin := benchBuildPgrelay(b)
+	bin := e2eBinary(b)
 	var runs []benchSnapshotResult
 	for i := 0; i < b.N; i++ {
 		runs = append(runs, benchSnapshotOnce(b, bin, i))

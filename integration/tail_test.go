@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,17 +19,6 @@ import (
 
 	"github.com/pgrelay/pgrelay/integration/harness"
 )
-
-// tailBuild builds the pgrelay binary into a temporary directory.
-func tailBuild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pgrelay")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/pgrelay/pgrelay/cmd/pgrelay")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // tailEnv is the environment without any PGRELAY_* variable, plus extra.
 func tailEnv(extra ...string) []string {
@@ -46,7 +34,7 @@ func tailEnv(extra ...string) []string {
 var tailLSN = regexp.MustCompile(`^[0-9A-F]{1,8}/[0-9A-F]{1,8}$`)
 
 func TestTail(t *testing.T) {
-	bin := tailBuild(t)
+	bin := e2eBinary(t)
 	for _, major := range harness.Majors() {
 		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
 			t.Parallel()
@@ -244,7 +232,7 @@ func testTail(t *testing.T, bin string, major int) {
 // TestTailBadSettings: each bad setting gives exactly one clear line on stderr,
 // nothing on stdout and a non-zero exit, without the password.
 func TestTailBadSettings(t *testing.T) {
-	bin := tailBuild(t)
+	bin := e2eBinary(t)
 	major := harness.Majors()[0]
 	pg := harness.Postgres(t, major)
 
