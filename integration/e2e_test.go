@@ -571,3 +571,28 @@ func testE2ETwoPhaseOff(t *testing.T, major int) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EEnumLabelAdded: a label added to an enum on the source while
+// replicate runs, and used at once (also in the same transaction), reaches the
+// target: the label is committed there before the rows that use it.
+func TestE2EEnumLabelAdded(t *testing.T) {
+	e2eEachMajor(t, testE2EEnumLabelAdded)
+}
+
+func testE2EEnumLabelAdded(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TYPE e2e_mood AS ENUM ('sad', 'ok'); CREATE TABLE moods (id int PRIMARY KEY, m e2e_mood); INSERT INTO moods VALUES (1, 'ok')")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "ALTER TYPE e2e_mood ADD VALUE 'angry'")
+	e.src.Exec(t, "INSERT INTO moods VALUES (2, 'angry'); UPDATE moods SET m = 'angry' WHERE id = 1")
+	e.src.Exec(t, "BEGIN; ALTER TYPE e2e_mood ADD VALUE 'happy' BEFORE 'ok'; COMMIT; INSERT INTO moods VALUES (3, 'happy')")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum WHERE enumtypid = 'public.e2e_mood'::regtype"); got != "sad,happy,ok,angry" {
+		t.Errorf("target labels %q, want sad,happy,ok,angry", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

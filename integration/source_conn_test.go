@@ -680,6 +680,10 @@ func TestPreflightWALLevelAndSlots(t *testing.T) {
 			if r == nil || r.WALLevel != "replica" || r.UsedReplicationSlots != 2 || len(r.Problems) != 2 {
 				t.Errorf("result %+v", r)
 			}
+			// Nothing is created on a source that cannot serve us.
+			if got := pg.QueryString(t, "SELECT count(*) FROM pg_publication"); got != "0" {
+				t.Errorf("preflight with problems created a publication (%s)", got)
+			}
 			// Our slot name taken by a physical slot: no free-slot problem (it
 			// exists) but the wrong kind.
 			_, err = source.Preflight(ctx, pg.URL(), source.ConnConfig{Slot: "phys_a"})

@@ -366,6 +366,17 @@ func (e *connectError) Unwrap() error { return e.err }
 
 // describeConnectError turns a connection failure into one actionable line.
 func describeConnectError(cfg *pgconn.Config, err error, replication bool) error {
+	return describeConnectErrorOf("source", cfg, err, replication)
+}
+
+// DescribeConnectError turns a failed connection to the server cfg names into
+// one actionable line; side ("source" or "target") names the server and its
+// URL setting. The password never appears.
+func DescribeConnectError(side string, cfg *pgconn.Config, err error) error {
+	return describeConnectErrorOf(side, cfg, err, false)
+}
+
+func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replication bool) error {
 	where := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 	if strings.HasPrefix(cfg.Host, "/") {
 		where = cfg.Host
@@ -379,38 +390,38 @@ func describeConnectError(cfg *pgconn.Config, err error, replication bool) error
 		var msg string
 		switch pgErr.Code {
 		case "28P01":
-			msg = fmt.Sprintf("source: password authentication failed for user %q at %s: check the user and password in the source URL", cfg.User, where)
+			msg = fmt.Sprintf(side+": password authentication failed for user %q at %s: check the user and password in the "+side+" URL", cfg.User, where)
 		case "28000":
-			msg = fmt.Sprintf("source: %s rejected for user %q at %s: %s: allow it in pg_hba.conf and reload the server", kind, cfg.User, where, pgErr.Message)
+			msg = fmt.Sprintf(side+": %s rejected for user %q at %s: %s: allow it in pg_hba.conf and reload the server", kind, cfg.User, where, pgErr.Message)
 		case "42501":
-			msg = fmt.Sprintf("source: role %q may not open a replication connection (%s): run ALTER ROLE %s REPLICATION; as a superuser",
+			msg = fmt.Sprintf(side+": role %q may not open a replication connection (%s): run ALTER ROLE %s REPLICATION; as a superuser",
 				cfg.User, pgErr.Message, quoteIdent(cfg.User))
 			return &connectError{msg: msg, err: errors.Join(ErrNoReplicationRole, err)}
 		case "3D000":
-			msg = fmt.Sprintf("source: database %q does not exist at %s: fix the database name in the source URL", cfg.Database, where)
+			msg = fmt.Sprintf(side+": database %q does not exist at %s: fix the database name in the "+side+" URL", cfg.Database, where)
 		case "53300":
 			hint := "raise max_connections or close idle sessions"
 			if replication {
 				hint = "raise max_wal_senders (restart needed) or stop other replication clients"
 			}
-			msg = fmt.Sprintf("source: %s at %s refused: %s: %s", kind, where, pgErr.Message, hint)
+			msg = fmt.Sprintf(side+": %s at %s refused: %s: %s", kind, where, pgErr.Message, hint)
 		case "57P03":
-			msg = fmt.Sprintf("source: server at %s is not accepting connections yet (%s): retry when it has started", where, pgErr.Message)
+			msg = fmt.Sprintf(side+": server at %s is not accepting connections yet (%s): retry when it has started", where, pgErr.Message)
 		default:
-			msg = fmt.Sprintf("source: %s to %s as %q failed: %s (SQLSTATE %s)", kind, where, cfg.User, pgErr.Message, pgErr.Code)
+			msg = fmt.Sprintf(side+": %s to %s as %q failed: %s (SQLSTATE %s)", kind, where, cfg.User, pgErr.Message, pgErr.Code)
 		}
 		return &connectError{msg: msg, err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &connectError{msg: fmt.Sprintf("source: %s to %s timed out or was cancelled: check that the server is reachable", kind, where), err: err}
+		return &connectError{msg: fmt.Sprintf(side+": %s to %s timed out or was cancelled: check that the server is reachable", kind, where), err: err}
 	}
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &dnsErr):
-		return &connectError{msg: fmt.Sprintf("source: cannot resolve host %q: %v: fix the host in the source URL", cfg.Host, dnsErr.Err), err: err}
+		return &connectError{msg: fmt.Sprintf(side+": cannot resolve host %q: %v: fix the host in the "+side+" URL", cfg.Host, dnsErr.Err), err: err}
 	case errors.As(err, &opErr):
-		return &connectError{msg: fmt.Sprintf("source: cannot reach %s: %v: check the host and port in the source URL and that the server is running", where, opErr.Err), err: err}
+		return &connectError{msg: fmt.Sprintf(side+": cannot reach %s: %v: check the host and port in the "+side+" URL and that the server is running", where, opErr.Err), err: err}
 	}
 	// Whatever pgconn says after its "failed to connect to `user=… database=…`:"
 	// prefix; it never contains the password.
@@ -421,7 +432,7 @@ func describeConnectError(cfg *pgconn.Config, err error, replication bool) error
 	if cfg.Password != "" {
 		text = strings.ReplaceAll(text, cfg.Password, "xxxxx")
 	}
-	return &connectError{msg: fmt.Sprintf("source: %s to %s failed: %s", kind, where, text), err: err}
+	return &connectError{msg: fmt.Sprintf(side+": %s to %s failed: %s", kind, where, text), err: err}
 }
 
 // quoteIdent double-quotes an identifier, doubling embedded quotes.

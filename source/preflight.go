@@ -156,6 +156,29 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		problem(err)
 	}
 
+	// Create nothing on a source that cannot serve us anyway; say what is
+	// missing so that one run lists every problem.
+	if len(r.Problems) > 0 {
+		exists, err := PublicationExists(ctx, conn, cfg.Publication)
+		switch {
+		case err != nil:
+			problem(err)
+		case !exists && !r.Superuser: // a superuser's run creates it once the rest is fixed
+			sql, err := CreatePublicationSQL(cfg.Publication, cfg.Tables)
+			if err != nil {
+				problem(err)
+				break
+			}
+			who := "the owner of the tables"
+			if len(cfg.Tables) == 0 {
+				who = "a superuser"
+			}
+			problem(fmt.Errorf("source: %w: publication %q does not exist: pgrelay creates it once the problems above are fixed, if role %q may; else run as %s: %s;",
+				ErrPublicationMissing, cfg.Publication, r.User, who, sql))
+		}
+		r.PublicationExists = exists
+		return r, &PreflightError{Problems: r.Problems}
+	}
 	r.PublicationCreated, err = EnsurePublication(ctx, conn, cfg.Publication, cfg.Tables)
 	switch {
 	case err != nil:

@@ -383,9 +383,19 @@ func checkTargetURL(s string) error {
 		scheme = strings.ToLower(s[:i])
 	}
 	switch scheme {
-	case "postgres", "postgresql", "mysql":
+	case "postgres", "postgresql":
+	case "mysql":
+	case "":
+		if !strings.Contains(s, "=") {
+			return fmt.Errorf("%s=%q: expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
+		}
+		// libpq key=value settings: a PostgreSQL target.
+		if _, err := pgconn.ParseConfig(s); err != nil {
+			return fmt.Errorf("%s=%q is not a valid connection string: expected e.g. postgres://user@host:5432/db or host=h dbname=db user=u", name, redactURL(s))
+		}
+		return nil
 	default:
-		return fmt.Errorf("%s=%q: expected a postgres://, postgresql:// or mysql:// URL, e.g. mysql://user@host:3306/db", name, redactURL(s))
+		return fmt.Errorf("%s=%q: expected a postgres://, postgresql:// or mysql:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 	}
 	u, err := url.Parse(s)
 	if err != nil {

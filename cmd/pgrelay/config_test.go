@@ -136,9 +136,11 @@ func TestConfigErrors(t *testing.T) {
 		{"source bad sslmode", map[string]string{"PGRELAY_SOURCE_URL": "postgres://u:s3cret-pw@h/db?sslmode=maybe"}, needSource,
 			`PGRELAY_SOURCE_URL="postgres://u:xxxxx@h/db?sslmode=maybe" is not a valid connection string (sslmode is invalid): expected e.g. postgres://user@host:5432/db`},
 		{"target scheme", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TARGET_URL": "sqlite://u:s3cret-pw@h/db"}, needSource,
-			`PGRELAY_TARGET_URL="sqlite://u:xxxxx@h/db": expected a postgres://, postgresql:// or mysql:// URL, e.g. mysql://user@host:3306/db`},
-		{"target kv", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TARGET_URL": "host=h password=s3cret-pw"}, needSource | needTarget,
-			`PGRELAY_TARGET_URL="host=h password=xxxxx": expected a postgres://, postgresql:// or mysql:// URL, e.g. mysql://user@host:3306/db`},
+			`PGRELAY_TARGET_URL="sqlite://u:xxxxx@h/db": expected a postgres://, postgresql:// or mysql:// URL or key=value settings, e.g. postgres://user@host:5432/db`},
+		{"target kv", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TARGET_URL": "host=h password='s3cret-pw"}, needSource | needTarget,
+			`PGRELAY_TARGET_URL="host=h password=xxxxx" is not a valid connection string: expected e.g. postgres://user@host:5432/db or host=h dbname=db user=u`},
+		{"target neither", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TARGET_URL": "localhost"}, needSource | needTarget,
+			`PGRELAY_TARGET_URL="localhost": expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db`},
 		{"target mysql no db", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TARGET_URL": "mysql://u:s3cret-pw@h:3306"}, needSource | needTarget,
 			`PGRELAY_TARGET_URL="mysql://u:xxxxx@h:3306" has no database: expected mysql://user:pass@host:port/db`},
 		{"target mysql no host", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TARGET_URL": "mysql:///db"}, needSource | needTarget,
@@ -335,5 +337,30 @@ func TestRunUsage(t *testing.T) {
 		if first != tc.stderrHead {
 			t.Errorf("%v: stderr starts %q, want %q", tc.args, first, tc.stderrHead)
 		}
+	}
+}
+
+// A MySQL target is a valid setting but not built yet: the commands that need
+// a target refuse it as a usage error before touching any server.
+func TestRunRefusesMySQLTarget(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PGRELAY_SOURCE_URL", "postgres://u:pw@127.0.0.1:1/db")
+	t.Setenv("PGRELAY_TARGET_URL", "mysql://u:pw@127.0.0.1:1/db")
+	for _, cmd := range []string{"migrate", "replicate", "status", "teardown"} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{cmd}, os.LookupEnv, &stdout, &stderr)
+		want := "pgrelay: PGRELAY_TARGET_URL: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)\n"
+		if code != exitUsage || stderr.String() != want {
+			t.Errorf("%s: exit %d, stderr %q; want %d, %q", cmd, code, stderr.String(), exitUsage, want)
+		}
+	}
+}
+
+func TestConfigTargetKeyValue(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PGRELAY_SOURCE_URL", "postgres://u@h/db")
+	t.Setenv("PGRELAY_TARGET_URL", "host=127.0.0.1 port=5433 dbname=app user=admin password=pw")
+	if _, err := loadValidated(t, needSource|needTarget); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -143,6 +143,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if cfg != nil {
 		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
 	}
+	if err == nil && cmd.needs&needTarget != 0 && strings.HasPrefix(strings.ToLower(cfg.TargetURL), "mysql://") {
+		err = fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
+	}
 	if err != nil {
 		printError(stderr, err, secrets)
 		return exitUsage

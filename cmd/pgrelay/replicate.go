@@ -30,6 +30,11 @@ import (
 // the source to know when it has caught up.
 const markerPrefix = "pgrelay.caught_up"
 
+// migrateAttempts is how many sessions in a row `pgrelay migrate` tries (with
+// backoff 1, 2, 4, 8 s) before it gives up on a server that stays unreachable;
+// `pgrelay replicate` keeps trying.
+const migrateAttempts = 5
+
 // target is what replicate and migrate need of a sink.
 type target interface {
 	snapshot.Target
@@ -54,16 +59,26 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		defer stop()
 	}
 	backoff := time.Second
+	failures := 0 // in a row, without a session that reached streaming
 	for {
 		start := time.Now()
 		e.mon.sessionStarted()
 		err := session(ctx, e, migrate)
+		streamed := e.mon.streamOK.Load()
 		e.mon.sessionEnded(err)
+		if streamed {
+			failures = 0
+		}
 		if err == nil || ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 			return nil
 		}
 		if !retryable(err) {
 			return err
+		}
+		failures++
+		if migrate && failures >= migrateAttempts {
+			// A job, not a service: a server that stays away is an error.
+			return fmt.Errorf("%w (gave up after %d attempts)", err, failures)
 		}
 		if time.Since(start) > time.Minute {
 			backoff = time.Second
@@ -129,9 +144,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	if err != nil {
 		return err
 	}
-	srcConn, err := pgx.Connect(ctx, cfg.SourceURL)
+	srcConn, err := connectTo(ctx, "source", cfg.SourceURL)
 	if err != nil {
-		return fmt.Errorf("source: connect: %w", err)
+		return err
 	}
 	defer srcConn.Close(context.WithoutCancel(ctx))
 	if pre.PublicationCreated {
@@ -372,9 +387,9 @@ func startWhenFree(ctx context.Context, repl *source.ReplConn, cfg *Config, star
 // slot: a session advisory lock on the target, held until unlock. A second
 // instance waits here and takes over when the first one dies.
 func lockSlot(ctx context.Context, url, slot string, log *slog.Logger) (unlock func(), err error) {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := connectTo(ctx, "target", url)
 	if err != nil {
-		return nil, fmt.Errorf("target: connect: %w", err)
+		return nil, err
 	}
 	key := "pgrelay:" + slot
 	var got bool

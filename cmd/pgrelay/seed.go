@@ -161,9 +161,9 @@ func (s *seeder) createSlot(ctx context.Context, snap string) (*source.ReplConn,
 // plan reads the published tables as the snapshot sees them, installs them in
 // the catalog and creates them on the target. Tables in skip are left out.
 func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool) ([]snapshot.Table, error) {
-	conn, err := pgx.Connect(ctx, s.cfg.SourceURL)
+	conn, err := connectTo(ctx, "source", s.cfg.SourceURL)
 	if err != nil {
-		return nil, fmt.Errorf("source: connect: %w", err)
+		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {

@@ -50,9 +50,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	cfg := e.cfg
-	src, err := pgx.Connect(ctx, cfg.SourceURL)
+	src, err := connectTo(ctx, "source", cfg.SourceURL)
 	if err != nil {
-		return fmt.Errorf("source: connect: %w", err)
+		return err
 	}
 	defer src.Close(context.WithoutCancel(ctx))
 	tgt, err := openTarget(ctx, cfg.TargetURL)
@@ -137,8 +137,13 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(w, "slot\t%s: %s\n", cfg.Slot, slotLine)
 	fmt.Fprintf(w, "source WAL\t%s\n", r.SourceWALLSN)
-	fmt.Fprintf(w, "applied\t%s\n", r.AppliedLSN)
-	fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", r.LagBytes, r.LagSeconds)
+	if p.LSN == 0 {
+		fmt.Fprintf(w, "applied\tnothing yet: the target holds no position for this slot\n")
+		fmt.Fprintf(w, "lag\t-\n")
+	} else {
+		fmt.Fprintf(w, "applied\t%s\n", r.AppliedLSN)
+		fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", r.LagBytes, r.LagSeconds)
+	}
 	seeded := "no"
 	if r.Seeded {
 		seeded = "yes, snapshot at " + r.SnapshotLSN
@@ -164,10 +169,33 @@ func orDash(s string) string {
 
 // withTargetConn runs fn on a short-lived plain connection to the target.
 func withTargetConn(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
-	c, err := pgx.Connect(ctx, url)
+	return withConn(ctx, "target", url, fn)
+}
+
+// withSourceConn runs fn on a short-lived plain connection to the source.
+func withSourceConn(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
+	return withConn(ctx, "source", url, fn)
+}
+
+func withConn(ctx context.Context, side, url string, fn func(*pgx.Conn) error) error {
+	c, err := connectTo(ctx, side, url)
 	if err != nil {
-		return fmt.Errorf("target: connect: %w", err)
+		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	return fn(c)
+}
+
+// connectTo opens a plain connection to the source or target ("side"), with a
+// one-line error naming what to fix when it fails.
+func connectTo(ctx context.Context, side, url string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot parse the %s URL", side, side)
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, source.DescribeConnectError(side, &cfg.Config, err)
+	}
+	return c, nil
 }

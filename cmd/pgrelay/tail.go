@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"io"
 	"log/slog"
 	"os"
@@ -47,7 +48,10 @@ func runTail(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("tail: %w", err)
 	}
 	if pre.PublicationCreated {
-		e.log.Info("created publication", "publication", cfg.Publication, "tables", tablesOrAll(cfg.Tables))
+		e.log.Info("created publication", "publication", cfg.Publication, "tables", tablesOrAll(cfg.Tables), "dropped_by", "pgrelay teardown")
+		if err := withSourceConn(ctx, cfg.SourceURL, func(c *pgx.Conn) error { return markPublication(ctx, c, cfg.Publication) }); err != nil {
+			return fmt.Errorf("tail: %w", err)
+		}
 	}
 
 	// tail prints whatever arrives, so it asks for everything the server can send:

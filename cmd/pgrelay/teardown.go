@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,15 +29,27 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 		return &usageError{fmt.Errorf("teardown: unexpected argument %q: it takes none", args[0])}
 	}
 	cfg, log := e.cfg, e.log
-	src, err := pgx.Connect(ctx, cfg.SourceURL)
+	src, err := connectTo(ctx, "source", cfg.SourceURL)
 	if err != nil {
-		return fmt.Errorf("source: connect: %w", err)
+		return err
 	}
 	defer src.Close(context.WithoutCancel(ctx))
 
 	slot, err := source.ReadSlot(ctx, src, cfg.Slot)
 	if err != nil {
 		return err
+	}
+	// A walsender lingers a moment after its client is gone: give a slot
+	// that was just released the time to show it.
+	for deadline := time.Now().Add(10 * time.Second); slot.Exists && slot.Active && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if slot, err = source.ReadSlot(ctx, src, cfg.Slot); err != nil {
+			return err
+		}
 	}
 	if slot.Exists {
 		if slot.Active {

@@ -69,10 +69,25 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if err != nil {
 		return fmt.Errorf("sink/postgres: ensure table %s: encode definition: %w", qname, err)
 	}
-	var ddl []string
+	// The schema and the types (enums, domains, composites) are committed on
+	// their own first: PostgreSQL refuses a new enum label in the transaction
+	// that added it, and the changes that follow use it. Left over after a
+	// rollback, they do no harm: the statements are idempotent.
 	sch, _ := s.dialect.TargetTable(t)
-	ddl = append(ddl, s.dialect.CreateSchema(sch))
-	ddl = append(ddl, s.dialect.CreateTypes(t)...)
+	pre := append([]string{s.dialect.CreateSchema(sch)}, s.dialect.CreateTypes(t)...)
+	if err := s.withMeta(ctx, func(meta *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, meta, func(tx pgx.Tx) error {
+			for _, stmt := range pre {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return fmt.Errorf("%s: %w", stmt, err)
+				}
+			}
+			return nil
+		})
+	}); err != nil {
+		return fmt.Errorf("sink/postgres: create the schema and types of %s: %w", qname, err)
+	}
+	var ddl []string
 	create := prev == nil
 	if !create {
 		var exists bool
