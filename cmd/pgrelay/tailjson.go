@@ -68,7 +68,7 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 		if err != nil {
 			return buf, err
 		}
-		if err := o.tuple("new", m.New, rel, lsn); err != nil {
+		if err := o.tuple("new", m.New, rel, lsn, false); err != nil {
 			return buf, err
 		}
 	case *source.Update:
@@ -79,11 +79,11 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 		}
 		if m.OldKind != source.OldNone {
 			o.str("old_kind", oldKindName(m.OldKind))
-			if err := o.tuple("old", m.Old, rel, lsn); err != nil {
+			if err := o.tuple("old", m.Old, rel, lsn, m.OldKind == source.OldKey); err != nil {
 				return buf, err
 			}
 		}
-		if err := o.tuple("new", m.New, rel, lsn); err != nil {
+		if err := o.tuple("new", m.New, rel, lsn, false); err != nil {
 			return buf, err
 		}
 	case *source.Delete:
@@ -93,7 +93,7 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 			return buf, err
 		}
 		o.str("old_kind", oldKindName(m.OldKind))
-		if err := o.tuple("old", m.Old, rel, lsn); err != nil {
+		if err := o.tuple("old", m.Old, rel, lsn, m.OldKind == source.OldKey); err != nil {
 			return buf, err
 		}
 	case *source.Truncate:
@@ -353,14 +353,19 @@ func (o *jsonObject) relation(id uint32, rels relations, what string, lsn source
 
 // tuple writes a TupleData as an object from column name to value: a text
 // value as a string, a binary one as {"binary": base64}, NULL as null and an
-// unchanged TOASTed value as {"unchanged_toast": true}.
-func (o *jsonObject) tuple(k string, t source.Tuple, rel *source.Relation, lsn source.LSN) error {
+// unchanged TOASTed value as {"unchanged_toast": true}. keyOnly writes only the
+// replica identity key columns (an old key tuple: the others are not sent,
+// and their nulls would read as values).
+func (o *jsonObject) tuple(k string, t source.Tuple, rel *source.Relation, lsn source.LSN, keyOnly bool) error {
 	if len(t) != len(rel.Columns) {
 		return fmt.Errorf("tail: tuple at %s has %d columns but relation %s.%s has %d", lsn, len(t), rel.Namespace, rel.Name, len(rel.Columns))
 	}
 	o.key(k)
 	cols := jsonObject{buf: append(o.buf, '{')}
 	for i, v := range t {
+		if keyOnly && !rel.Columns[i].IsKey() {
+			continue
+		}
 		cols.key(rel.Columns[i].Name)
 		switch v.Kind {
 		case source.ValueNull:
