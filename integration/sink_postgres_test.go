@@ -758,3 +758,63 @@ func TestSinkPostgresCannotPrepare(t *testing.T) {
 	wantQuery(t, pg, "0", "SELECT count(*) FROM public.np")
 	mustApply(t, s, 20, sinktest.Ins(tb, 11, sinktest.Row(sinktest.T("2"), sinktest.N(), sinktest.N())))
 }
+
+// TestSinkPostgresFolding: within a target transaction, changes are applied
+// table by table and repeated updates of a row fold into the last one — but
+// not on a table with another unique index, where the intermediate values
+// matter to its checks.
+func TestSinkPostgresFolding(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	plain := sinktest.ItemsTable("public", "fold_plain")
+	uniq := sinktest.ItemsTable("public", "fold_unique")
+	ensure(t, s, plain, uniq)
+	pg.Exec(t, "CREATE UNIQUE INDEX fold_unique_name ON public.fold_unique (name)")
+	row := func(id, name string) source.Tuple {
+		return sinktest.Row(sinktest.T(id), sinktest.T(name), sinktest.N())
+	}
+	mustApply(t, s, 100,
+		sinktest.Ins(plain, 1, row("1", "a")),
+		sinktest.Ins(uniq, 2, row("1", "a")), sinktest.Ins(uniq, 3, row("2", "b")))
+
+	// 100 updates of one row of fold_plain, interleaved with fold_unique.
+	var chs []*sink.Change
+	for i := range 100 {
+		chs = append(chs, sinktest.Upd(plain, source.LSN(1000+i), row("1", fmt.Sprint("v", i))))
+	}
+	// A name swap through a third value: sequentially valid; folded (1's
+	// first update replaced by its last, ahead of 2's) it would collide.
+	chs = append(chs,
+		sinktest.Upd(uniq, 2000, row("1", "c")),
+		sinktest.Upd(uniq, 2001, row("2", "a")),
+		sinktest.Upd(uniq, 2002, row("1", "b")))
+	before := s.Stats()
+	mustApply(t, s, 3000, chs...)
+	st := s.Stats()
+	if got := st.Folded - before.Folded; got != 99 {
+		t.Errorf("folded %d updates, want 99 (all but the last of fold_plain's, none of fold_unique's)", got)
+	}
+	if got := st.Statements - before.Statements; got > 10 {
+		t.Errorf("%d statements for 103 changes, want a handful", got)
+	}
+	wantQuery(t, pg, "v99", "SELECT name FROM public.fold_plain WHERE id = 1")
+	wantQuery(t, pg, "1:b,2:a", "SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM public.fold_unique")
+}
+
+// TestSinkPostgresRelationResentMidTransaction: the source sends a Relation
+// message again in the middle of a transaction (any publication change
+// invalidates every relation), so the same table arrives as a new version
+// while changes of the old one still wait to be sent. The old version's
+// prepared statements must live until the transaction has ended.
+func TestSinkPostgresRelationResentMidTransaction(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	v1 := sinktest.ItemsTable("public", "resent")
+	ensure(t, s, v1)
+	row := func(id string) source.Tuple { return sinktest.Row(sinktest.T(id), sinktest.T("x"), sinktest.N()) }
+	mustApply(t, s, 100, sinktest.Ins(v1, 1, row("1")), sinktest.Upd(v1, 2, row("1")))
+	v2 := *v1 // the same definition, a new version
+	mustApply(t, s, 200,
+		sinktest.Ins(v1, 101, row("2")), sinktest.Upd(v1, 102, row("2")),
+		sinktest.Ins(&v2, 103, row("3")), sinktest.Upd(&v2, 104, row("3")))
+	mustApply(t, s, 300, sinktest.Ins(&v2, 201, row("4")), sinktest.Ins(v1, 202, row("5")))
+	wantQuery(t, pg, "1,2,3,4,5", "SELECT string_agg(id::text, ',' ORDER BY id) FROM public.resent")
+}

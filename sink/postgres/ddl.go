@@ -116,6 +116,9 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	} else if err := tx.usable(); err != nil {
 		return err
 	}
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
 	if err := tx.flushRun(ctx); err != nil {
 		return err
 	}

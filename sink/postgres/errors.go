@@ -90,6 +90,12 @@ func isRetryable(err error, lost bool) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		// A label added to an enum on the source reaches the target with the
+		// next Relation message of a table using the type, which a new session
+		// sends: retrying from the stored position adds the label first.
+		if pgErr.Code == "22P02" && strings.HasPrefix(pgErr.Message, "invalid input value for enum") {
+			return true
+		}
 		return retryableCodes[pgErr.Code] || strings.HasPrefix(pgErr.Code, "08")
 	}
 	return lost || pgconn.SafeToRetry(err)

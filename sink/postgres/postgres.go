@@ -93,6 +93,9 @@ type Options struct {
 	// CopyBytes is the buffered size at which a long run of inserts is sent as
 	// one COPY and a new run starts. Default 8 MiB.
 	CopyBytes int
+	// KeepOrder applies changes in arrival order instead of table by table
+	// within a target transaction (see reorder.go).
+	KeepOrder bool
 }
 
 // Validate applies defaults and rejects impossible values.
@@ -146,9 +149,10 @@ type Sink struct {
 	canPrepare  bool
 	tables      map[*schema.Table]*tableStatements
 	stmtSeq     int
-	deallocate  []string // prepared statements of replaced table versions
-	cur         *Tx      // the open transaction, if any
-	copyScratch []byte   // reused COPY buffer of the apply connection
+	deallocate  []string           // prepared statements of replaced table versions
+	retired     []*tableStatements // forgotten during the open transaction
+	cur         *Tx                // the open transaction, if any
+	copyScratch []byte             // reused COPY buffer of the apply connection
 
 	stats stats
 
@@ -204,7 +208,7 @@ func (s *Sink) applyConn(ctx context.Context) (*pgx.Conn, error) {
 	}
 	s.conn = conn
 	s.tables = map[*schema.Table]*tableStatements{}
-	s.deallocate = nil
+	s.deallocate, s.retired = nil, nil
 	return conn, nil
 }
 
@@ -282,22 +286,33 @@ func (s *Sink) statementsFor(t *schema.Table) *tableStatements {
 	return ts
 }
 
-// forget drops the statements of a table version; their server-side statements
-// are deallocated with the next batch.
+// forget drops the statements of a table version. Changes of the open
+// transaction may still be queued with them (reorder.go), so their
+// server-side statements are deallocated only after the transaction ends, with
+// the next one's first batch (retire).
 func (s *Sink) forget(t *schema.Table) {
 	ts := s.tables[t]
 	if ts == nil {
 		return
 	}
 	delete(s.tables, t)
-	if ts.insert != nil && ts.insert.name != "" {
-		s.deallocate = append(s.deallocate, ts.insert.name)
-	}
-	for _, st := range ts.byShape {
-		if st.name != "" {
-			s.deallocate = append(s.deallocate, st.name)
+	s.retired = append(s.retired, ts)
+}
+
+// retire schedules the server-side statements of the table versions forgotten
+// so far for DEALLOCATE; called when a transaction has ended.
+func (s *Sink) retire() {
+	for _, ts := range s.retired {
+		if ts.insert != nil && ts.insert.name != "" {
+			s.deallocate = append(s.deallocate, ts.insert.name)
+		}
+		for _, st := range ts.byShape {
+			if st.name != "" {
+				s.deallocate = append(s.deallocate, st.name)
+			}
 		}
 	}
+	s.retired = nil
 }
 
 // prepare makes st a named server-side statement (one round trip, once).
@@ -325,10 +340,11 @@ type Stats struct {
 	Statements int64 // statements sent in them
 	CopyRuns   int64 // insert runs sent as COPY
 	CopyRows   int64 // rows sent by those COPYs
+	Folded     int64 // updates folded into a later update of the same row
 }
 
 type stats struct {
-	batches, statements, copyRuns, copyRows atomic.Int64
+	batches, statements, copyRuns, copyRows, folded atomic.Int64
 }
 
 // Stats returns the counters since New. Safe to call from any goroutine.
@@ -338,5 +354,6 @@ func (s *Sink) Stats() Stats {
 		Statements: s.stats.statements.Load(),
 		CopyRuns:   s.stats.copyRuns.Load(),
 		CopyRows:   s.stats.copyRows.Load(),
+		Folded:     s.stats.folded.Load(),
 	}
 }

@@ -88,6 +88,9 @@ type tableStatements struct {
 	insert   *statement
 	byShape  map[string]*statement
 	copySQL  string
+	// foldable: 1 when updates of a row may fold into one (no unique index or
+	// exclusion constraint besides the primary key), -1 when not, 0 unknown.
+	foldable int8
 }
 
 func (ts *tableStatements) matches(t *schema.Table) bool {

@@ -69,6 +69,9 @@ func (tx *Tx) prepare(ctx context.Context, gid string, p sink.Progress) error {
 	if gid == "" || len(gid) > 200 {
 		return tx.fail(fmt.Errorf("sink/postgres: prepare: gid %q must be 1 to 200 bytes", gid))
 	}
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
 	if err := tx.flushRun(ctx); err != nil {
 		return err
 	}

@@ -89,7 +89,13 @@ type Tx struct {
 	// none is on the wire. The apply connection is not touched again until it
 	// is taken (wait).
 	inflight chan error
-	run      insertRun
+
+	// Changes waiting to become statements, per table (see reorder.go).
+	queues     map[*tableStatements]*tableQueue
+	queueOrder []*tableQueue
+	pending    int
+	key        []byte // scratch: row key
+	run        insertRun
 
 	shape  []byte   // scratch: shape key
 	values [][]byte // scratch: parameter values
@@ -153,6 +159,14 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 		return tx.fail(errors.New("sink/postgres: apply: change without a table"))
 	}
 	ts := tx.s.statementsFor(ch.Table)
+	if !tx.s.opts.KeepOrder {
+		return tx.queue(ctx, ts, ch)
+	}
+	return tx.applyNow(ctx, ts, ch)
+}
+
+// applyNow turns one change into a statement or a row of an insert run.
+func (tx *Tx) applyNow(ctx context.Context, ts *tableStatements, ch *sink.Change) error {
 	if ch.Kind == sink.Insert {
 		if len(ch.New) != len(ts.columns) {
 			return tx.fail(&ChangeError{Op: "insert into", Table: ts.qname, LSN: ch.LSN,
@@ -188,6 +202,10 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 func (tx *Tx) queueInsert(ctx context.Context, ts *tableStatements, row source.Tuple, lsn source.LSN) error {
 	st := ts.insertStatement()
 	if st.name == "" {
+		// The batch on the wire first: its error belongs to its own change.
+		if err := tx.wait(); err != nil {
+			return err
+		}
 		if err := tx.s.prepare(ctx, ts, st, true); err != nil {
 			return tx.fail(classify(&ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err}, tx.s.conn.IsClosed()))
 		}
@@ -221,6 +239,9 @@ func (tx *Tx) queueUpdateDelete(ctx context.Context, ts *tableStatements, ch *si
 	}
 	st := ts.byShape[string(tx.shape)]
 	if st == nil {
+		if err := tx.wait(); err != nil {
+			return err
+		}
 		st = ts.buildShape(tx.shape)
 		if err := tx.s.prepare(ctx, ts, st, len(ts.byShape) < maxStatementsPerTable); err != nil {
 			return tx.fail(classify(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err}, tx.s.conn.IsClosed()))
@@ -358,6 +379,9 @@ func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint
 	if len(tables) == 0 {
 		return nil
 	}
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
 	if err := tx.flushRun(ctx); err != nil {
 		return err
 	}
@@ -407,6 +431,9 @@ func (tx *Tx) commit(ctx context.Context, p sink.Progress) error {
 	if tx.err != nil {
 		return tx.err
 	}
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
 	if err := tx.flushRun(ctx); err != nil {
 		return err
 	}
@@ -452,6 +479,8 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 
 func (tx *Tx) finish() {
 	tx.done = true
+	tx.queues, tx.queueOrder, tx.pending = nil, nil, 0
+	tx.s.retire()
 	tx.ops = nil
 	tx.batch = nil
 	tx.run.reset()

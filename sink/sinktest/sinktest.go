@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 		fn   func(*testing.T, Target)
 	}{
 		{"InsertUpdateDelete", testInsertUpdateDelete},
+		{"RepeatedChangesInterleaved", testRepeatedChanges},
 		{"KeyChange", testKeyChange},
 		{"CompositeKey", testCompositeKey},
 		{"ReplicaIdentityFull", testReplicaIdentityFull},
@@ -270,6 +271,49 @@ func testInsertUpdateDelete(t *testing.T, tgt Target) {
 		Ins(items, lsn(102), Row(T("3"), T("again"), N())),
 	)
 	wantRows(t, tgt, items, `1|uno|z`, `2|TWO|\N`, `3|again|\N`)
+}
+
+// A row changed many times in one transaction, other tables in between, every
+// kind of change on the same key: a sink may batch or fold, but the result is
+// the last state.
+func testRepeatedChanges(t *testing.T, tgt Target) {
+	items := ItemsTable("public", "rep_items")
+	other := ItemsTable("public", "rep_other")
+	s, _ := open(t, tgt, items, other)
+	var chs []*sink.Change
+	add := func(c *sink.Change) { chs = append(chs, c) }
+	n := 0
+	next := func() source.LSN { n++; return lsn(n) }
+	add(Ins(items, next(), Row(T("1"), T("a"), N())))
+	add(Ins(other, next(), Row(T("1"), T("o"), N())))
+	for i := range 50 {
+		add(Upd(items, next(), Row(T("1"), T("v"+itoa(i)), N())))
+		add(Upd(other, next(), Row(T("1"), T("w"+itoa(i)), T("x"))))
+		add(Ins(items, next(), Row(T(itoa(100+i)), T("bulk"), N())))
+	}
+	add(Del(items, next(), source.OldKey, Row(T("1"), N(), N())))
+	add(Ins(items, next(), Row(T("1"), T("reborn"), N())))
+	add(Upd(items, next(), Row(T("1"), T("after"), N())))
+	add(UpdOld(items, next(), source.OldKey, Row(T("1"), N(), N()), Row(T("5"), T("moved"), N())))
+	add(Upd(items, next(), Row(T("5"), T("moved again"), T("n"))))
+	add(Upd(items, next(), Row(T("5"), T("toast kept"), U())))
+	add(Upd(items, next(), Row(T("5"), T("final"), U())))
+	add(Upd(other, next(), Row(T("1"), N(), N())))
+	apply(t, s, lsn(1000), chs...)
+	want := []string{`5|final|n`}
+	for i := range 50 {
+		want = append(want, itoa(100+i)+`|bulk|\N`)
+	}
+	wantRows(t, tgt, items, want...)
+	wantRows(t, tgt, other, `1|\N|\N`)
+
+	// Updates of a missing row stay an error, however many there are.
+	err := applyErr(t, s, lsn(2000),
+		Upd(items, lsn(1500), Row(T("999"), T("x"), N())),
+		Upd(other, lsn(1501), Row(T("1"), T("y"), N())),
+		Upd(items, lsn(1502), Row(T("999"), T("z"), N())))
+	wantErrMentions(t, err, "rep_items")
+	wantRows(t, tgt, other, `1|\N|\N`)
 }
 
 func testKeyChange(t *testing.T, tgt Target) {
