@@ -122,7 +122,7 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 		return nil, nil, err
 	}
 	defer temp.Close(context.WithoutCancel(ctx))
-	info, err := temp.CreateSlot(ctx, fmt.Sprintf("%s_redo_%d", s.cfg.Slot, os.Getpid()%100000), source.SlotOptions{Temporary: true, Snapshot: "export"})
+	info, err := temp.CreateSlot(ctx, fmt.Sprintf("pgrelay_redo_%d", os.Getpid()), source.SlotOptions{Temporary: true, Snapshot: "export"})
 	if err != nil {
 		return nil, nil, err
 	}
