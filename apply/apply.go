@@ -1162,18 +1162,9 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 		a.log.Info("prepared transaction already committed on the target", "gid", gid, "lsn", m.EndLSN)
 		return a.finishTxn(ctx, 0, p, nil)
 	}
-	// Earlier transactions first: the stored position must not pass them.
-	if err := a.commitGroup(ctx); err != nil {
+	if err := a.finishOnTarget(ctx, lsn, gid, p, true); err != nil {
 		return err
 	}
-	if err := a.twoPhase.CommitPrepared(ctx, gid, p); err != nil {
-		return fmt.Errorf("apply: commit prepared transaction %q at %s: %w", gid, lsn, err)
-	}
-	delete(a.targetPrepared, gid)
-	if p.LSN > a.applied.LSN {
-		a.applied = p
-	}
-	a.setDurable(p.LSN)
 	if pt == nil {
 		return nil
 	}
@@ -1204,11 +1195,22 @@ func (a *Applier) rollbackPrepared(ctx context.Context, lsn source.LSN, m *sourc
 	if a.twoPhase == nil || !a.targetPrepared[gid] {
 		return a.finishTxn(ctx, 0, p, nil)
 	}
+	return a.finishOnTarget(ctx, lsn, gid, p, false)
+}
+
+// finishOnTarget commits (or rolls back) our prepared transaction gid on the
+// target and records p as applied and durable.
+func (a *Applier) finishOnTarget(ctx context.Context, lsn source.LSN, gid string, p sink.Progress, commit bool) error {
+	// Earlier transactions first: the stored position must not pass them.
 	if err := a.commitGroup(ctx); err != nil {
 		return err
 	}
-	if err := a.twoPhase.RollbackPrepared(ctx, gid, p); err != nil {
-		return fmt.Errorf("apply: roll back prepared transaction %q at %s: %w", gid, lsn, err)
+	finish, verb := a.twoPhase.CommitPrepared, "commit"
+	if !commit {
+		finish, verb = a.twoPhase.RollbackPrepared, "roll back"
+	}
+	if err := finish(ctx, gid, p); err != nil {
+		return fmt.Errorf("apply: %s prepared transaction %q at %s: %w", verb, gid, lsn, err)
 	}
 	delete(a.targetPrepared, gid)
 	if p.LSN > a.applied.LSN {

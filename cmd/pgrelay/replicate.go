@@ -127,11 +127,9 @@ func (c *Config) sourceConn() source.ConnConfig {
 	}
 }
 
-// openTarget connects to the target the URL names.
+// openTarget connects to the target the URL names (a PostgreSQL one: run
+// refuses a mysql:// target before any command starts).
 func openTarget(ctx context.Context, url string) (target, error) {
-	if strings.HasPrefix(url, "mysql://") {
-		return nil, errors.New("PGRELAY_TARGET_URL: MySQL targets are not supported by this build yet: use a postgres:// target")
-	}
 	return postgres.New(ctx, url, postgres.Options{})
 }
 
