@@ -753,3 +753,51 @@ func TestSlotInvalidated(t *testing.T) {
 		})
 	}
 }
+
+// An idle stream reports an ack with its next periodic status update: the
+// receive loop wakes up for it although no message arrives, and a cancelled
+// Run returns at once, not at the next status period.
+func TestStreamStatusWhileIdle(t *testing.T) {
+	major := harness.Majors()[0]
+	pg := harness.Postgres(t, major)
+	ctx := withTimeout(t, 2*time.Minute)
+	conn := pg.Conn(t)
+	pg.Exec(t, "CREATE TABLE idle_items (id int PRIMARY KEY)")
+	if _, err := source.EnsurePublication(ctx, conn, "idle_pub", []string{"public.idle_items"}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := source.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := rc.CreateSlot(ctx, "idle_slot", source.SlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.Close(ctx)
+	pg.Exec(t, "INSERT INTO idle_items VALUES (1)")
+
+	rs := startStream(t, pg, "idle_slot", info.ConsistentPoint, source.StreamOptions{Publication: "idle_pub", StatusInterval: 300 * time.Millisecond})
+	var commit got
+	for commit.typ != source.MsgCommit {
+		commit = rs.next(t, 15*time.Second)
+	}
+	rs.Ack(commit.endLSN)
+	deadline := time.Now().Add(10 * time.Second)
+	for pg.QueryString(t, "SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'idle_slot'", commit.endLSN.String()) != "t" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ack of %s did not reach the server within 10s of idle streaming", commit.endLSN)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A long status period: cancelling must not wait for it.
+	rs.stop(t)
+	rs = startStream(t, pg, "idle_slot", commit.endLSN, source.StreamOptions{Publication: "idle_pub", StatusInterval: time.Hour})
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	rs.stop(t)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Run took %v to return after its context was cancelled", took)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -291,9 +292,19 @@ func (s *Stream) Run(ctx context.Context) error {
 }
 
 func (s *Stream) loop(ctx context.Context) error {
+	// Reads wait on the socket's read deadline (the next status update), not
+	// on a context: pgconn watches a cancellable context afresh for every
+	// call, which cost more than decoding the message. Cancelling ctx moves
+	// the deadline to now, which ends a blocked read.
+	nc := s.conn.Conn()
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Now()) })
+	defer func() {
+		if stop() {
+			_ = nc.SetReadDeadline(time.Time{})
+		}
+	}()
 	nextStatus := s.now().Add(s.interval)
-	var period periodContext
-	defer period.stop()
+	var deadline time.Time
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -304,17 +315,23 @@ func (s *Stream) loop(ctx context.Context) error {
 			}
 			nextStatus = now.Add(s.interval)
 		}
-		recvCtx := period.until(ctx, nextStatus)
-		if recvCtx.Err() != nil {
-			continue // the period ended: status update at the top
+		if !deadline.Equal(nextStatus) {
+			deadline = nextStatus
+			_ = nc.SetReadDeadline(time.Now().Add(nextStatus.Sub(s.now())))
+			if err := ctx.Err(); err != nil {
+				// Cancelled before the deadline moved: the cancel's deadline may
+				// have been overwritten.
+				return err
+			}
 		}
-		msg, err := s.conn.ReceiveMessage(recvCtx)
+		msg, err := s.conn.ReceiveMessage(context.Background())
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if pgconn.Timeout(err) || recvCtx.Err() != nil {
-				continue // idle tick
+			if pgconn.Timeout(err) || isTimeout(err) {
+				deadline = time.Time{} // the deadline passed: a status update is due
+				continue
 			}
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) {
@@ -372,27 +389,10 @@ func (s *Stream) handleCopyData(ctx context.Context, data []byte, nextStatus *ti
 	}
 }
 
-// periodContext is a deadline context for one status period, shared by every
-// receive in the period: one timer per period rather than one per message.
-type periodContext struct {
-	ctx      context.Context
-	cancel   context.CancelFunc
-	deadline time.Time
-}
-
-func (p *periodContext) until(parent context.Context, deadline time.Time) context.Context {
-	if p.ctx == nil || !p.deadline.Equal(deadline) {
-		p.stop()
-		p.ctx, p.cancel = context.WithDeadline(parent, deadline)
-		p.deadline = deadline
-	}
-	return p.ctx
-}
-
-func (p *periodContext) stop() {
-	if p.cancel != nil {
-		p.cancel()
-	}
+// isTimeout reports whether err is a read that passed its deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // deliver puts f into the Frames channel, waiting while the buffer is full by
