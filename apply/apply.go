@@ -140,6 +140,10 @@ type Applier struct {
 	groupTxns  int
 	groupRows  int
 	groupMsgs  []pendingMessage
+	// async commits groups without waiting (sink.AsyncCommitter); the commit
+	// sent last is outstanding until settle.
+	async       sink.AsyncCommitter
+	outstanding *outstandingCommit
 
 	cur *txn
 	// txnLSN is the commit (or prepare) LSN of the source transaction whose
@@ -156,6 +160,13 @@ type Applier struct {
 
 	spool         *spool
 	lastIdleStore time.Time
+}
+
+// outstandingCommit is a group commit sent but not known durable yet.
+type outstandingCommit struct {
+	p    sink.Progress
+	txns int
+	msgs []pendingMessage
 }
 
 type pendingMessage struct {
@@ -191,6 +202,9 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 	}
 	if dc, ok := s.(sink.DDLCommits); ok {
 		a.ddlCommits = dc.DDLCommits()
+	}
+	if ac, ok := s.(sink.AsyncCommitter); ok {
+		a.async = ac
 	}
 	return a, nil
 }
@@ -279,13 +293,31 @@ func (a *Applier) Flush(ctx context.Context) error {
 	if !a.started || a.inGroupTxn() {
 		return nil
 	}
-	if err := a.commitGroupOr(ctx, true); err != nil {
+	err := a.commitGroupOr(ctx, true)
+	if err == nil {
+		err = a.settle(ctx)
+	}
+	if err != nil {
 		if !errors.Is(err, ErrStop) {
 			a.fail(ctx, err)
 		}
 		return err
 	}
 	return nil
+}
+
+// settle waits for the outstanding group commit and counts it durable.
+func (a *Applier) settle(ctx context.Context) error {
+	oc := a.outstanding
+	if oc == nil {
+		return nil
+	}
+	a.outstanding = nil
+	if err := a.async.Settle(ctx); err != nil {
+		return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", oc.txns, oc.p.LSN, err)
+	}
+	a.setDurable(oc.p.LSN)
+	return a.deliver(ctx, oc.msgs)
 }
 
 // Idle tells the applier that the source has sent everything up to walEnd and
@@ -329,7 +361,12 @@ func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error
 // Close rolls back whatever is in hand (a source transaction is never partly
 // committed) and removes the spill files. It does not close the sink.
 func (a *Applier) Close(ctx context.Context) error {
-	errs := []error{a.rollback(ctx)}
+	var errs []error
+	if a.failed == nil {
+		// The last group commit counts (the final durable LSN reported).
+		errs = append(errs, a.settle(ctx))
+	}
+	errs = append(errs, a.rollback(ctx))
 	a.cur = nil
 	a.streams = map[uint32]*txnBuffer{}
 	a.prepared = map[uint32]*preparedTxn{}
@@ -379,6 +416,14 @@ func (a *Applier) inGroupTxn() bool {
 }
 
 func (a *Applier) handle(ctx context.Context, lsn source.LSN, msg source.Message) error {
+	switch msg.(type) {
+	case *source.Begin, *source.Commit, *source.Insert, *source.Update, *source.Delete, *source.Origin, *source.TypeMessage:
+		// The plain path: a group commit sent last may still be outstanding.
+	default:
+		if err := a.settle(ctx); err != nil {
+			return err
+		}
+	}
 	switch m := msg.(type) {
 	case *source.Begin:
 		return a.begin(ctx, lsn, m)
@@ -508,14 +553,22 @@ func (a *Applier) finishTxn(ctx context.Context, rows int, p sink.Progress, msgs
 		a.groupMsgs = append(a.groupMsgs, pendingMessage{m, p.LSN})
 	}
 	if a.groupRows >= a.cfg.GroupMaxRows || a.now().Sub(a.groupStart) >= a.cfg.GroupMaxDelay {
-		return a.commitGroup(ctx)
+		// The group is full: its commit may be outstanding while the next
+		// group is received (sink.AsyncCommitter).
+		return a.commitGroupOr(ctx, false)
 	}
 	return nil
 }
 
 // commitGroup commits the open group with the applied position. It must not be
 // called while a source transaction is half applied to the group.
-func (a *Applier) commitGroup(ctx context.Context) error { return a.commitGroupOr(ctx, false) }
+// It returns once the commit is durable.
+func (a *Applier) commitGroup(ctx context.Context) error {
+	if err := a.commitGroupOr(ctx, false); err != nil {
+		return err
+	}
+	return a.settle(ctx)
+}
 
 // commitGroupOr commits the open group; with storeApplied and no group, it
 // stores the applied position alone when it is ahead of the stored one (after a
@@ -523,6 +576,10 @@ func (a *Applier) commitGroup(ctx context.Context) error { return a.commitGroupO
 func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 	if a.inGroupTxn() {
 		return errors.New("apply: internal error: group commit inside a source transaction")
+	}
+	// One commit outstanding at a time: the one before this must be durable.
+	if err := a.settle(ctx); err != nil {
+		return err
 	}
 	if a.groupTxns == 0 && (!storeApplied || a.applied.LSN <= a.Durable()) {
 		if a.tx != nil {
@@ -540,6 +597,15 @@ func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 		return err
 	}
 	p := a.applied
+	if atx, ok := tx.(sink.AsyncTx); ok && a.async != nil {
+		if err := atx.CommitAsync(ctx, p); err != nil {
+			return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", a.groupTxns, p.LSN, err)
+		}
+		a.tx = nil
+		a.outstanding = &outstandingCommit{p: p, txns: a.groupTxns, msgs: a.groupMsgs}
+		a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
+		return nil
+	}
 	if err := tx.Commit(ctx, p); err != nil {
 		return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", a.groupTxns, p.LSN, err)
 	}

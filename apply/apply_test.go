@@ -29,6 +29,12 @@ func TestGroupBounds(t *testing.T) {
 	h.expect("begin", "ensure "+t1+" prev=nil", "insert public.t1 (1,a)", "insert public.t1 (2,v2)", "insert public.t1 (3,c)")
 	h.feed(0x12f, ins(1, "4", "d"), commit(0x130, 0x138))
 	h.expect("insert public.t1 (4,d)", "commit 0/138")
+	// The sink may still be committing (sink.AsyncCommitter): durable once
+	// settled, at the next commit or flush.
+	h.durable(0)
+	if err := h.a.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	h.durable(0x138)
 
 	// A transaction larger than the bound is committed at its end, alone.
@@ -101,7 +107,9 @@ func TestRestartExactlyOnce(t *testing.T) {
 	h.txn(2, 0x110, "2") // group committed: position 0x118
 	h.txn(3, 0x120, "3") // in the open group, lost in the crash
 	s.Crash()
-	h.durable(0x118)
+	if p := s.Progress().LSN; p != 0x118 {
+		t.Fatalf("stored position %s, want 0/118", p)
+	}
 
 	// The source resends from the stored position; with a fresh catalog, the
 	// relation comes again.
@@ -369,4 +377,38 @@ func TestLargeBufferedTransactionKeptOutOfGroup(t *testing.T) {
 		"begin", "insert public.t1 (2,a)", "insert public.t1 (3,b)", "insert public.t1 (4,c)", "truncate public.t1,public.t2 options=1", "commit 0/128",
 		"begin", "truncate public.t2 options=0", "commit 0/138")
 	h.noProblems()
+}
+
+// TestAsyncCommit: a group commit whose outcome the sink tells later
+// (sink.AsyncCommitter) counts as durable only once settled, and a failed one
+// fails the applier at the next step without moving the durable position.
+func TestAsyncCommit(t *testing.T) {
+	s := applytest.New(0)
+	s.Async = true
+	cfg := testConfig(t)
+	cfg.GroupMaxRows = 2
+	cfg.GroupMaxDelay = time.Hour
+	h := newHarness(t, cfg, s)
+	h.feed(0x10, rel(1, "v"))
+	h.txn(1, 0x100, "1")
+	h.txn(2, 0x110, "2") // group committed, outcome outstanding
+	h.durable(0)
+	h.txn(3, 0x120, "3")
+	h.durable(0)
+	s.Fail = func(call string) error {
+		if call == "commit 0/138" {
+			return errors.New("target went away")
+		}
+		return nil
+	}
+	h.txn(4, 0x130, "4") // this group's commit fails, outstanding; the one before settles
+	h.durable(0x118)
+	err := h.a.Flush(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "up to 0/138") || !strings.Contains(err.Error(), "target went away") {
+		t.Fatalf("Flush after a failed outstanding commit: %v", err)
+	}
+	h.durable(0x118)
+	if err := h.a.Handle(context.Background(), 0x140, begin(5, 0x140)); err == nil {
+		t.Fatal("the applier goes on after a failed commit")
+	}
 }

@@ -18,7 +18,9 @@ package integration
 // Each runs its scenario once per b.N (use -benchtime=1x); ns/op is pgrelay's
 // time, the other figures are metrics, and a markdown table of them goes to
 // stdout. With PGRELAY_BENCH_PERF=<dir>, perf records a system-wide CPU
-// profile (call graphs) while pgrelay runs into <dir>/<benchmark>.perf.data.
+// profile (call graphs) while pgrelay runs into <dir>/<benchmark>.perf.data;
+// with PGRELAY_BENCH_LOG=1 the snapshot benchmark logs pgrelay's output (the
+// timeline of its copy).
 
 import (
 	"bytes"
@@ -439,6 +441,7 @@ func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
 		"-d", src.DB, "--start", "-S", slotCeiling, "-E", endLSN, "-f", "/dev/null", "-F", "0", "--no-loop",
 		"-o", "proto_version=3", "-o", "publication_names="+benchPublication)
 	r.ceiling = ceil.wall
+	time.Sleep(500 * time.Millisecond) // the postmaster reaps the walsender, adding its CPU time
 	r.ceilingSourceCPU = benchServerCPU(b, src) - srcCPU
 	b.Logf("pg_recvlogical: %v", r.ceiling.Round(time.Millisecond))
 
@@ -563,6 +566,9 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 		b.Fatalf("pgrelay target has %s primary keys, the source %s", got, wantPKs)
 	}
 	b.Logf("pgrelay migrate: %v, CPU %v, peak RSS %.0f MB", r.pgrelay.wall.Round(time.Millisecond), r.pgrelay.cpu.Round(time.Millisecond), benchMB(r.pgrelay.maxRSS))
+	if os.Getenv("PGRELAY_BENCH_LOG") != "" {
+		b.Logf("pgrelay output:\n%s\n%s", r.pgrelay.stdout, r.pgrelay.stderr)
+	}
 
 	// (2) Native initial table sync into tables created by pg_dump -s.
 	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},

@@ -818,3 +818,180 @@ func TestSinkPostgresRelationResentMidTransaction(t *testing.T) {
 	mustApply(t, s, 300, sinktest.Ins(&v2, 201, row("4")), sinktest.Ins(v1, 202, row("5")))
 	wantQuery(t, pg, "1,2,3,4,5", "SELECT string_agg(id::text, ',' ORDER BY id) FROM public.resent")
 }
+
+// TestSinkPostgresSetStatements: runs of updates and deletes of distinct rows
+// become one statement each (array parameters) for tables whose types allow
+// it, with the same result as one statement per row; tables with an array
+// column, another unique index or target column types other than the
+// source's keep one statement per row.
+func TestSinkPostgresSetStatements(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	T, N := sinktest.T, sinktest.N
+	mood := &schema.Type{OID: 70000, Namespace: "public", Name: "mood", Category: schema.CategoryEnum, EnumLabels: []string{"sad", "ok", "happy"}}
+	tb := &schema.Table{RelationID: 20010, Schema: "public", Name: "set_types", ReplicaIdentity: schema.IdentityDefault,
+		Columns: []schema.Column{
+			{Name: "id", TypeOID: 23, TypeMod: -1, TypeName: "integer", Key: true, NotNull: true, Attnum: 1},
+			{Name: "c", TypeOID: 1042, TypeMod: 14, TypeName: "character(10)", Attnum: 2},
+			{Name: "n", TypeOID: 1700, TypeMod: 655366, TypeName: "numeric(10,2)", Attnum: 3},
+			{Name: "ts", TypeOID: 1184, TypeMod: -1, TypeName: "timestamp with time zone", Attnum: 4},
+			{Name: "b", TypeOID: 17, TypeMod: -1, TypeName: "bytea", Attnum: 5},
+			{Name: "m", TypeOID: 70000, TypeMod: -1, TypeName: "public.mood", Type: mood, Attnum: 6},
+			{Name: "j", TypeOID: 3802, TypeMod: -1, TypeName: "jsonb", Attnum: 7},
+		}, Types: []*schema.Type{mood}}
+	ensure(t, s, tb)
+	var chs []*sink.Change
+	for i := range 100 {
+		chs = append(chs, sinktest.Ins(tb, source.LSN(1+i), sinktest.Row(T(fmt.Sprint(i)), T("x"), T("1"), T("2024-01-01 00:00:00+00"), T(`\x00`), T("ok"), T(`{}`))))
+	}
+	mustApply(t, s, 1000, chs...)
+	const dump = `SELECT string_agg(concat_ws('|', id, quote_nullable(c), n, ts, encode(b, 'hex'), m, j), E'\n' ORDER BY id) FROM public.set_types`
+	want := func() string {
+		t.Helper()
+		// The same changes through one statement per row, on a second table.
+		return pg.QueryString(t, `SELECT string_agg(concat_ws('|', id, quote_nullable(c), n, ts, encode(b, 'hex'), m, j), E'\n' ORDER BY id) FROM public.set_types_ref`)
+	}
+	pg.Exec(t, "CREATE TABLE public.set_types_ref (LIKE public.set_types INCLUDING ALL)")
+	pg.Exec(t, "INSERT INTO public.set_types_ref SELECT * FROM public.set_types")
+
+	chs = chs[:0]
+	for i := range 100 {
+		row := sinktest.Row(T(fmt.Sprint(i)), T(fmt.Sprintf(`a"b\c %d`, i)), T(fmt.Sprintf("%d.555", i)), T("2024-06-01 12:00:00.5+02"), T(fmt.Sprintf(`\x%02x5c22`, i)), T("happy"), T(`{"k": "v \"q\" \\ x"}`))
+		if i%10 == 4 {
+			row = sinktest.Row(T(fmt.Sprint(i)), N(), N(), N(), N(), N(), N())
+		}
+		chs = append(chs, sinktest.Upd(tb, source.LSN(2000+i), row))
+		vals := []string{"NULL", "NULL", "NULL", "NULL", "NULL", "NULL"}
+		for j := 1; j < 7; j++ {
+			if row[j].Kind == source.ValueText {
+				vals[j-1] = "'" + strings.ReplaceAll(string(row[j].Data), "'", "''") + "'"
+			}
+		}
+		pg.Exec(t, fmt.Sprintf("UPDATE public.set_types_ref SET c = %s, n = %s, ts = %s, b = %s, m = %s, j = %s WHERE id = %d", vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], i))
+	}
+	for i := 60; i < 90; i++ {
+		chs = append(chs, sinktest.Del(tb, source.LSN(3000+i), source.OldKey, sinktest.Row(T(fmt.Sprint(i)), N(), N(), N(), N(), N(), N())))
+	}
+	pg.Exec(t, "DELETE FROM public.set_types_ref WHERE id >= 60 AND id < 90")
+	before := s.Stats()
+	mustApply(t, s, 4000, chs...)
+	st := s.Stats()
+	if st.SetStatements-before.SetStatements != 2 || st.SetRows-before.SetRows != 130 {
+		t.Fatalf("100 updates and 30 deletes: %d set statements with %d rows, want 2 with 130 (%+v)", st.SetStatements-before.SetStatements, st.SetRows-before.SetRows, st)
+	}
+	if got, w := pg.QueryString(t, dump), want(); got != w {
+		t.Fatalf("after set statements:\n%s\nwant (one statement per row):\n%s", got, w)
+	}
+
+	// Not for these tables: one statement per row, same results.
+	arr := &schema.Table{RelationID: 20011, Schema: "public", Name: "set_array", ReplicaIdentity: schema.IdentityDefault,
+		Columns: []schema.Column{
+			{Name: "id", TypeOID: 23, TypeMod: -1, TypeName: "integer", Key: true, NotNull: true, Attnum: 1},
+			{Name: "a", TypeOID: 1007, TypeMod: -1, TypeName: "integer[]", Attnum: 2},
+		}}
+	uniq := sinktest.ItemsTable("public", "set_unique")
+	wide := sinktest.ItemsTable("public", "set_wide")
+	pg.Exec(t, "CREATE TABLE public.set_wide (id numeric PRIMARY KEY, name text, note text)") // the source says bigint
+	ensure(t, s, arr, uniq, wide)
+	pg.Exec(t, "CREATE UNIQUE INDEX ON public.set_unique (name)")
+	chs = chs[:0]
+	for i := range 20 {
+		chs = append(chs, sinktest.Ins(arr, source.LSN(5000+i), sinktest.Row(T(fmt.Sprint(i)), T("{1,2}"))))
+		chs = append(chs, sinktest.Ins(uniq, source.LSN(5100+i), sinktest.Row(T(fmt.Sprint(i)), T(fmt.Sprint("u", i)), N())))
+		chs = append(chs, sinktest.Ins(wide, source.LSN(5200+i), sinktest.Row(T(fmt.Sprint(i)), T("w"), N())))
+	}
+	mustApply(t, s, 6000, chs...)
+	chs = chs[:0]
+	for i := range 20 {
+		chs = append(chs, sinktest.Upd(arr, source.LSN(7000+i), sinktest.Row(T(fmt.Sprint(i)), T(fmt.Sprintf("{%d,3}", i)))))
+		// Each row takes the name the next one gives up: in this order only.
+		chs = append(chs, sinktest.Upd(uniq, source.LSN(7100+i), sinktest.Row(T(fmt.Sprint(i)), T(fmt.Sprint("u", i-1)), N())))
+		chs = append(chs, sinktest.Upd(wide, source.LSN(7200+i), sinktest.Row(T(fmt.Sprint(i)), T("ww"), T("n"))))
+	}
+	chs = append([]*sink.Change{sinktest.Upd(uniq, 7099, sinktest.Row(T("0"), T("first"), N()))}, chs...)
+	before = s.Stats()
+	mustApply(t, s, 8000, chs...)
+	if st := s.Stats(); st.SetStatements != before.SetStatements {
+		t.Fatalf("set statements for an array column, a second unique index or other target types: %+v", st)
+	}
+	wantQuery(t, pg, "20", "SELECT count(*) FROM public.set_array WHERE a[2] = 3 AND a[1] = id")
+	wantQuery(t, pg, "u-1,u0,u1,u2", "SELECT string_agg(name, ',' ORDER BY id) FROM public.set_unique WHERE id < 4")
+	wantQuery(t, pg, "20", "SELECT count(*) FROM public.set_wide WHERE name = 'ww' AND note = 'n'")
+
+	// Deletes of the second-unique-index table may be one statement.
+	chs = chs[:0]
+	for i := range 20 {
+		chs = append(chs, sinktest.Del(uniq, source.LSN(9000+i), source.OldKey, sinktest.Row(T(fmt.Sprint(i)), N(), N())))
+	}
+	before = s.Stats()
+	mustApply(t, s, 9500, chs...)
+	if st := s.Stats(); st.SetStatements-before.SetStatements != 1 {
+		t.Fatalf("20 deletes: %d set statements, want 1", st.SetStatements-before.SetStatements)
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.set_unique")
+}
+
+// TestSinkPostgresCommitAsync: a commit sent by CommitAsync is outstanding
+// while the next transaction queues; Settle tells its outcome, and a failed
+// one fails every call until Settle handed it over, with nothing of it
+// committed.
+func TestSinkPostgresCommitAsync(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	ctx := t.Context()
+	T, N := sinktest.T, sinktest.N
+	tb := sinktest.ItemsTable("public", "async_items")
+	ensure(t, s, tb)
+	asyncCommit := func(at source.LSN, changes ...*sink.Change) {
+		t.Helper()
+		tx, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		for _, ch := range changes {
+			if err := tx.Apply(ctx, ch); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+		}
+		if err := tx.(sink.AsyncTx).CommitAsync(ctx, sink.Progress{Slot: sinktest.Slot, LSN: at}); err != nil {
+			t.Fatalf("CommitAsync: %v", err)
+		}
+	}
+	var chs []*sink.Change
+	for i := range 100 {
+		chs = append(chs, sinktest.Ins(tb, source.LSN(1+i), sinktest.Row(T(fmt.Sprint(i)), T("a"), N())))
+	}
+	asyncCommit(1000, chs...)
+	chs = chs[:0]
+	for i := range 100 {
+		chs = append(chs, sinktest.Upd(tb, source.LSN(1001+i), sinktest.Row(T(fmt.Sprint(i)), T("b"), N())))
+	}
+	asyncCommit(2000, chs...) // queued behind the first
+	if err := s.Settle(ctx); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	wantQuery(t, pg, "100", "SELECT count(*) FROM public.async_items WHERE name = 'b'")
+	wantQuery(t, pg, "0/7D0", "SELECT lsn FROM pgrelay.progress")
+
+	// A row missing among many updates: the commit fails, outstanding.
+	chs = chs[:0]
+	for i := range 50 {
+		id := i
+		if i == 17 {
+			id = 777
+		}
+		chs = append(chs, sinktest.Upd(tb, source.LSN(3000+i), sinktest.Row(T(fmt.Sprint(id)), T("c"), N())))
+	}
+	asyncCommit(4000, chs...)
+	// The next transaction queues, and fails with the commit before it.
+	if err := pgApply(t, s, 4500, sinktest.Upd(tb, 4100, sinktest.Row(T("2"), T("c"), N()))); !errors.Is(err, postgres.ErrRowNotFound) {
+		t.Fatalf("a transaction after a failed outstanding commit: %v, want the commit's error", err)
+	}
+	err := s.Settle(ctx)
+	if !errors.Is(err, postgres.ErrRowNotFound) || !strings.Contains(err.Error(), "777") || !strings.Contains(err.Error(), source.LSN(3017).String()) {
+		t.Fatalf("Settle: %v, want the missing row 777 at %s", err, source.LSN(3017))
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.async_items WHERE name = 'c'")
+	wantQuery(t, pg, "0/7D0", "SELECT lsn FROM pgrelay.progress")
+	// Handed over: the sink works again.
+	mustApply(t, s, 5000, sinktest.Upd(tb, 4500, sinktest.Row(T("1"), T("d"), N())))
+	wantQuery(t, pg, "d", "SELECT name FROM public.async_items WHERE id = 1")
+}

@@ -99,6 +99,25 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 }
 
+// AsyncCommitter is the capability to commit a transaction without waiting for
+// the outcome (AsyncTx.CommitAsync), so that the next group of changes is
+// received and queued while the target commits the last one. At most one
+// commit is outstanding; every other use of the target waits for it.
+type AsyncCommitter interface {
+	// Settle waits for the outstanding commit, if any, and returns its outcome
+	// (nil when there is none). Until Settle has returned it, a failed commit
+	// also fails every other call into the sink.
+	Settle(ctx context.Context) error
+}
+
+// AsyncTx is the Tx side of AsyncCommitter.
+type AsyncTx interface {
+	// CommitAsync records p in the same transaction and sends the commit
+	// without waiting for it: the transaction is durable only once the sink's
+	// Settle returns nil. An error here means nothing was committed.
+	CommitAsync(ctx context.Context, p Progress) error
+}
+
 // TwoPhase is the capability to apply prepared transactions as prepared.
 type TwoPhase interface {
 	// Prepare prepares tx under gid instead of committing it. It must not take

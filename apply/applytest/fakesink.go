@@ -28,6 +28,9 @@ type Sink struct {
 	// Fail, when set, is asked before every call (with the line the call would
 	// log) and a non-nil result fails the call. A failed Commit commits nothing.
 	Fail func(call string) error
+	// Async makes CommitAsync hold a commit's outcome until Settle, as a sink
+	// whose commit is still on the wire does; otherwise CommitAsync is Commit.
+	Async bool
 
 	mu        sync.Mutex
 	calls     []string
@@ -41,12 +44,15 @@ type Sink struct {
 	open        map[*Tx]bool
 	epoch       int
 	problems    []string
+	settleErr   error // Async: the outcome of the last CommitAsync
 }
 
 var (
-	_ sink.Sink       = (*Sink)(nil)
-	_ sink.TwoPhase   = (*Sink)(nil)
-	_ sink.DDLCommits = (*Sink)(nil)
+	_ sink.Sink           = (*Sink)(nil)
+	_ sink.TwoPhase       = (*Sink)(nil)
+	_ sink.DDLCommits     = (*Sink)(nil)
+	_ sink.AsyncCommitter = (*Sink)(nil)
+	_ sink.AsyncTx        = (*Tx)(nil)
 
 	_ sink.PreparedCommits = (*Sink)(nil)
 )
@@ -362,6 +368,29 @@ func (tx *Tx) Commit(_ context.Context, p sink.Progress) error {
 	tx.s.committed = append(tx.s.committed, tx.finishLocked()...)
 	tx.s.storeLocked(p)
 	return nil
+}
+
+// CommitAsync commits like Commit; with Sink.Async its error is only told by
+// Settle.
+func (tx *Tx) CommitAsync(ctx context.Context, p sink.Progress) error {
+	err := tx.Commit(ctx, p)
+	if !tx.s.Async {
+		return err
+	}
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	tx.s.calls = append(tx.s.calls, "(outstanding)")
+	tx.s.settleErr = err
+	return nil
+}
+
+// Settle returns the outcome CommitAsync held back (Async), once.
+func (s *Sink) Settle(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.settleErr
+	s.settleErr = nil
+	return err
 }
 
 func (tx *Tx) Rollback(context.Context) error {

@@ -50,10 +50,8 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	// restart the caller knows no previous version, and the stored one keeps
 	// the attribute numbers that tell a renamed column from a new one even when
 	// the source's catalog has moved on since.
-	if s.cur != nil {
-		if err := s.cur.wait(); err != nil {
-			return err
-		}
+	if err := s.ready(); err != nil {
+		return err
 	}
 	stored, err := storedDefinition(ctx, conn, s.dialect, t)
 	if err != nil {

@@ -156,6 +156,12 @@ type Sink struct {
 
 	stats stats
 
+	// The commit CommitAsync sent: its outcome arrives on pending; asyncErr
+	// keeps a failure until Settle hands it over (async.go).
+	pending  chan error
+	pendingP sink.Progress
+	asyncErr error
+
 	metaMu sync.Mutex
 	meta   *pgx.Conn // metadata helpers' connection, opened on first use
 }
@@ -195,6 +201,9 @@ func (s *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
 // applyConn returns the apply connection, reconnecting after a loss. Prepared
 // statements die with the session, so they are forgotten.
 func (s *Sink) applyConn(ctx context.Context) (*pgx.Conn, error) {
+	if err := s.settle(); err != nil {
+		return nil, err
+	}
 	if s.conn != nil && !s.conn.IsClosed() {
 		return s.conn, nil
 	}
@@ -245,6 +254,7 @@ func (s *Sink) CanPrepare() bool { return s.canPrepare }
 
 // Close ends the sessions; an open transaction is rolled back by the server.
 func (s *Sink) Close(ctx context.Context) error {
+	_ = s.settle() // the goroutine of an outstanding commit uses the connection
 	var errs []error
 	if s.conn != nil {
 		errs = append(errs, s.conn.Close(ctx))
@@ -320,10 +330,8 @@ func (s *Sink) prepare(ctx context.Context, ts *tableStatements, st *statement, 
 	if !named {
 		return nil
 	}
-	if s.cur != nil {
-		if err := s.cur.wait(); err != nil {
-			return err
-		}
+	if err := s.ready(); err != nil {
+		return err
 	}
 	s.stmtSeq++
 	name := "pgrelay_" + strconv.Itoa(s.stmtSeq)
@@ -341,19 +349,26 @@ type Stats struct {
 	CopyRuns   int64 // insert runs sent as COPY
 	CopyRows   int64 // rows sent by those COPYs
 	Folded     int64 // updates folded into a later update of the same row
+	// SetStatements counts the set statements sent (one UPDATE or DELETE for
+	// many rows, setop.go), SetRows the rows they changed.
+	SetStatements int64
+	SetRows       int64
 }
 
 type stats struct {
 	batches, statements, copyRuns, copyRows, folded atomic.Int64
+	setStatements, setRows                          atomic.Int64
 }
 
 // Stats returns the counters since New. Safe to call from any goroutine.
 func (s *Sink) Stats() Stats {
 	return Stats{
-		Batches:    s.stats.batches.Load(),
-		Statements: s.stats.statements.Load(),
-		CopyRuns:   s.stats.copyRuns.Load(),
-		CopyRows:   s.stats.copyRows.Load(),
-		Folded:     s.stats.folded.Load(),
+		Batches:       s.stats.batches.Load(),
+		Statements:    s.stats.statements.Load(),
+		CopyRuns:      s.stats.copyRuns.Load(),
+		CopyRows:      s.stats.copyRows.Load(),
+		Folded:        s.stats.folded.Load(),
+		SetStatements: s.stats.setStatements.Load(),
+		SetRows:       s.stats.setRows.Load(),
 	}
 }

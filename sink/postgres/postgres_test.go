@@ -236,3 +236,62 @@ func TestBinaryOK(t *testing.T) {
 		t.Fatal("composite accepted: its binary form carries OIDs of the source")
 	}
 }
+
+func TestAppendArrayElement(t *testing.T) {
+	cases := []struct {
+		v    source.Value
+		want string
+	}{
+		{source.Value{Kind: source.ValueNull}, `NULL`},
+		{source.Value{Kind: source.ValueText, Data: []byte("NULL")}, `"NULL"`},
+		{source.Value{Kind: source.ValueText}, `""`},
+		{source.Value{Kind: source.ValueText, Data: []byte(`a"b\c, {d}`)}, `"a\"b\\c, {d}"`},
+		{source.Value{Kind: source.ValueText, Data: []byte(" pad ")}, `" pad "`},
+	}
+	for _, c := range cases {
+		if got := string(appendArrayElement(nil, c.v)); got != c.want {
+			t.Errorf("appendArrayElement(%q) = %s, want %s", c.v.Data, got, c.want)
+		}
+	}
+}
+
+func TestBuildSet(t *testing.T) {
+	tb := &schema.Table{Schema: "s", Name: "t", ReplicaIdentity: schema.IdentityDefault, Columns: []schema.Column{
+		{Name: "k", TypeOID: 23, TypeName: "integer", Key: true},
+		{Name: "Note", TypeOID: 1042, TypeName: "character(4)"},
+		{Name: "big", TypeOID: 25, TypeName: "text"},
+	}}
+	ts := newTableStatements(schema.Postgres, tb)
+	if !ts.setCapable() {
+		t.Fatal("a table of integer, character(4) and text may use set statements")
+	}
+	upd := ts.buildSet([]byte("Uvvu|v"))
+	wantSQL := `UPDATE "s"."t" AS d SET "k" = v.c1, "Note" = v.c2 FROM unnest($1::integer[], $2::character(4)[]) AS v(c1, c2) WHERE d."k" = v.c1`
+	if upd.sql != wantSQL {
+		t.Errorf("update:\n got %s\nwant %s", upd.sql, wantSQL)
+	}
+	wantFind := `SELECT v.o FROM unnest($1::integer[]) WITH ORDINALITY AS v(c1, o) WHERE NOT EXISTS (SELECT FROM "s"."t" AS d WHERE d."k" = v.c1) ORDER BY v.o LIMIT 1`
+	if upd.findSQL != wantFind || fmt.Sprint(upd.keyParams) != "[0]" {
+		t.Errorf("update find:\n got %s %v\nwant %s [0]", upd.findSQL, upd.keyParams, wantFind)
+	}
+	del := ts.buildSet([]byte("Dv"))
+	wantSQL = `DELETE FROM "s"."t" AS d USING unnest($1::integer[]) WITH ORDINALITY AS v(c1, o) WHERE d."k" = v.c1 RETURNING v.o`
+	if del.sql != wantSQL {
+		t.Errorf("delete:\n got %s\nwant %s", del.sql, wantSQL)
+	}
+
+	for name, c := range map[string]schema.Column{
+		"array":     {Name: "a", TypeOID: 1007, TypeName: "integer[]"},
+		"composite": {Name: "a", TypeOID: 70001, TypeName: "public.pair", Type: &schema.Type{Category: schema.CategoryComposite}},
+		"json key":  {Name: "a", TypeOID: 114, TypeName: "json", Key: true},
+	} {
+		tb := &schema.Table{Schema: "s", Name: "t", ReplicaIdentity: schema.IdentityDefault, Columns: []schema.Column{{Name: "k", TypeOID: 23, TypeName: "integer", Key: true}, c}}
+		if newTableStatements(schema.Postgres, tb).setCapable() {
+			t.Errorf("%s column: set statements allowed", name)
+		}
+	}
+	full := &schema.Table{Schema: "s", Name: "t", ReplicaIdentity: schema.IdentityFull, Columns: []schema.Column{{Name: "k", TypeOID: 23, TypeName: "integer"}}}
+	if newTableStatements(schema.Postgres, full).setCapable() {
+		t.Error("REPLICA IDENTITY FULL: set statements allowed")
+	}
+}

@@ -29,6 +29,9 @@ import (
 //     table has no unique index or exclusion constraint besides its primary key
 //     (whose checks could depend on the intermediate values).
 //
+// A drained queue's runs of updates or deletes of distinct rows become one
+// statement each where the table allows (setop.go).
+//
 // DDL, TRUNCATE, COMMIT and PREPARE TRANSACTION drain the queues first.
 
 // pendingLimit bounds the changes held in the queues.
@@ -92,10 +95,19 @@ func (tx *Tx) drain(ctx context.Context) error {
 	order := tx.queueOrder
 	tx.queues, tx.queueOrder, tx.pending = nil, nil, 0
 	for _, q := range order {
-		for _, ch := range q.changes {
-			if err := tx.applyNow(ctx, q.ts, ch); err != nil {
+		changes := q.changes
+		for len(changes) > 0 {
+			n, err := tx.setRun(ctx, q.ts, changes)
+			if err != nil {
 				return err
 			}
+			if n == 0 {
+				if err := tx.applyNow(ctx, q.ts, changes[0]); err != nil {
+					return err
+				}
+				n = 1
+			}
+			changes = changes[n:]
 		}
 	}
 	return nil
@@ -172,7 +184,7 @@ func (s *Sink) foldable(ctx context.Context, ts *tableStatements) bool {
 		return ts.foldable > 0
 	}
 	ts.foldable = -1
-	if s.cur != nil && s.cur.wait() != nil {
+	if s.ready() != nil {
 		return false
 	}
 	var others int

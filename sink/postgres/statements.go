@@ -73,6 +73,10 @@ type statement struct {
 	sql       string
 	params    []param
 	paramOIDs []uint32
+	// Set statements of updates (setop.go): the query that finds a row the
+	// update did not find, and which params hold its key arrays.
+	findSQL   string
+	keyParams []int
 }
 
 // tableStatements is everything prepared for one version of a table.
@@ -91,6 +95,10 @@ type tableStatements struct {
 	// foldable: 1 when updates of a row may fold into one (no unique index or
 	// exclusion constraint besides the primary key), -1 when not, 0 unknown.
 	foldable int8
+	// setTable: 1 when the source's table allows set statements (setop.go),
+	// -1 when not, 0 unknown; setTypes likewise for the target's column types.
+	setTable int8
+	setTypes int8
 }
 
 func (ts *tableStatements) matches(t *schema.Table) bool {

@@ -70,7 +70,8 @@ type op struct {
 	lsn      source.LSN
 	keyStart int // the row's identity in Tx.keys, for updates and deletes
 	keyEnd   int
-	detail   string // for DDL: the statement
+	detail   string   // for DDL: the statement
+	set      *setRows // a set statement: many rows (setop.go)
 }
 
 // Tx is one target transaction on the apply connection. BEGIN is sent with the
@@ -97,6 +98,12 @@ type Tx struct {
 	key        []byte // scratch: row key
 	run        insertRun
 
+	// Scratch of set statements (setop.go).
+	setShape []byte
+	setSeen  map[string]struct{}
+	setBuf   []byte
+	setEnds  []int
+
 	shape  []byte   // scratch: shape key
 	values [][]byte // scratch: parameter values
 	format []int16  // scratch: parameter formats
@@ -112,8 +119,15 @@ func (s *Sink) begin(ctx context.Context) (*Tx, error) {
 	if s.cur != nil {
 		return nil, errors.New("sink/postgres: begin: the previous transaction is still open (commit or roll it back first)")
 	}
-	if _, err := s.applyConn(ctx); err != nil {
-		return nil, err
+	if s.asyncErr != nil {
+		return nil, s.asyncErr
+	}
+	// While a commit is outstanding its goroutine has the connection: the
+	// new transaction only queues until then (its first send waits).
+	if s.pending == nil {
+		if _, err := s.applyConn(ctx); err != nil {
+			return nil, err
+		}
 	}
 	tx := &Tx{s: s, batch: &pgconn.Batch{}}
 	s.cur = tx
@@ -332,6 +346,9 @@ func (tx *Tx) maybeSend(ctx context.Context) error {
 // wait takes the result of the batch on the wire, if any. Everything that uses
 // the apply connection calls it first.
 func (tx *Tx) wait() error {
+	if err := tx.s.settle(); err != nil {
+		return tx.fail(err)
+	}
 	if tx.inflight == nil {
 		return nil
 	}
@@ -539,15 +556,35 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 	mrr := conn.PgConn().ExecBatch(ctx, batch)
 	done := 0
 	missing := -1
+	var removed []bool // the rows a set DELETE returned, when one missed a row
 	for mrr.NextResult() {
-		tag, err := mrr.ResultReader().Close()
+		rr := mrr.ResultReader()
+		var o *op
+		if done < len(ops) {
+			o = &ops[done]
+		}
+		var returned []bool
+		if o != nil && o.set != nil && o.set.returned {
+			returned = make([]bool, o.set.rows)
+			for rr.NextRow() {
+				if v := rr.Values(); len(v) == 1 {
+					if i, err := strconv.Atoi(string(v[0])); err == nil && i >= 1 && i <= len(returned) {
+						returned[i-1] = true
+					}
+				}
+			}
+		}
+		tag, err := rr.Close()
 		if err != nil {
 			break
 		}
-		if done < len(ops) {
-			o := ops[done]
-			if (o.kind == opUpdate || o.kind == opDelete) && tag.RowsAffected() != 1 && missing < 0 {
-				missing = done
+		if o != nil && (o.kind == opUpdate || o.kind == opDelete) && missing < 0 {
+			want := int64(1)
+			if o.set != nil {
+				want = int64(o.set.rows)
+			}
+			if tag.RowsAffected() != want {
+				missing, removed = done, returned
 			}
 		}
 		done++
@@ -555,7 +592,17 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 	err := mrr.Close()
 	if missing >= 0 && (err == nil || missing < done) {
 		o := ops[missing]
-		return &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: ErrRowNotFound}
+		ce := &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: ErrRowNotFound}
+		if o.set != nil {
+			r := o.set.missingRow(ctx, conn, removed, err == nil)
+			ce.LSN = o.set.lsns[r]
+			start := o.keyStart
+			if r > 0 {
+				start = o.set.keyEnds[r-1]
+			}
+			ce.Key = string(keys[start:o.set.keyEnds[r]])
+		}
+		return ce
 	}
 	if err == nil {
 		return nil
@@ -567,7 +614,10 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 	}
 	o := ops[failed]
 	ce := &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Err: err}
-	if o.kind == opUpdate || o.kind == opDelete {
+	if o.set != nil {
+		// Which of the rows failed is not known: the error is among them.
+		ce.LastLSN = o.set.lsns[len(o.set.lsns)-1]
+	} else if o.kind == opUpdate || o.kind == opDelete {
 		ce.Key = string(keys[o.keyStart:o.keyEnd])
 	}
 	if o.kind == opDDL {

@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 		{"PipelinedErrorMapsToChange", testPipelinedError},
 		{"MissingRowIsAnError", testMissingRow},
 		{"LongInsertRunsRoundTrip", testLongInsertRuns},
+		{"ManyRowsUpdatedAndDeleted", testManyRows},
 		{"EmptyAndNullText", testEmptyVersusNull},
 		{"EnsureTableEvolves", testEnsureTableEvolves},
 		{"QuotedIdentifiers", testQuotedIdentifiers},
@@ -612,6 +613,83 @@ func testLongInsertRuns(t *testing.T, tgt Target) {
 	want[3] = "3|updated\tmid-run|\\N"
 	apply(t, s, lsn(10000), chs...)
 	wantRows(t, tgt, items, want...)
+}
+
+// testManyRows: long runs of updates and deletes of distinct rows (which a
+// sink may apply as one statement each) with awkward values, NULLs, unchanged
+// TOAST values and repeated rows; a missing row among many is still named.
+func testManyRows(t *testing.T, tgt Target) {
+	items := ItemsTable("public", "many_rows")
+	s, _ := open(t, tgt, items)
+	var chs []*sink.Change
+	want := map[int]string{}
+	for i := range 300 {
+		chs = append(chs, Ins(items, lsn(i), Row(T(itoa(i)), T("start"), T("note"))))
+		want[i] = itoa(i) + "|start|note"
+	}
+	apply(t, s, lsn(1000), chs...)
+
+	chs = chs[:0]
+	at := 1000
+	next := func() source.LSN { at++; return lsn(at) }
+	for i := range 200 {
+		name := awkward[i%len(awkward)]
+		switch {
+		case i%7 == 3:
+			chs = append(chs, Upd(items, next(), Row(T(itoa(i)), N(), N())))
+			want[i] = itoa(i) + `|\N|\N`
+		case i >= 100 && i < 150:
+			// The note is unchanged TOAST: left as it is.
+			chs = append(chs, Upd(items, next(), Row(T(itoa(i)), T(name), U())))
+			want[i] = itoa(i) + "|" + name + "|note"
+		default:
+			chs = append(chs, Upd(items, next(), Row(T(itoa(i)), T(name), T(awkward[(i+3)%len(awkward)]))))
+			want[i] = itoa(i) + "|" + name + "|" + awkward[(i+3)%len(awkward)]
+		}
+		if i == 60 {
+			// A row updated twice in one run, then again later.
+			chs = append(chs, Upd(items, next(), Row(T("5"), T("twice"), T("t"))))
+			want[5] = "5|twice|t"
+		}
+	}
+	for i := 200; i < 290; i++ {
+		chs = append(chs, Del(items, next(), source.OldKey, Row(T(itoa(i)), N(), N())))
+		delete(want, i)
+	}
+	chs = append(chs, Upd(items, next(), Row(T("5"), T("thrice"), N())))
+	want[5] = `5|thrice|\N`
+	chs = append(chs, Ins(items, next(), Row(T("250"), T("back"), N())))
+	want[250] = `250|back|\N`
+	chs = append(chs, Del(items, next(), source.OldKey, Row(T("250"), N(), N())))
+	delete(want, 250)
+	apply(t, s, lsn(5000), chs...)
+	var rows []string
+	for _, r := range want {
+		rows = append(rows, r)
+	}
+	wantRows(t, tgt, items, rows...)
+
+	// A missing row in the middle of a long run of updates, then of deletes:
+	// the error names it, and nothing of the transaction stays.
+	chs = chs[:0]
+	for i := range 60 {
+		id := i
+		if i == 37 {
+			id = 9999
+		}
+		chs = append(chs, Upd(items, lsn(6000+i), Row(T(itoa(id)), T("lost"), N())))
+	}
+	wantErrMentions(t, applyErr(t, s, lsn(7000), chs...), "many_rows", "9999", lsn(6037).String())
+	chs = chs[:0]
+	for i := range 60 {
+		id := i
+		if i == 21 {
+			id = 8888
+		}
+		chs = append(chs, Del(items, lsn(8000+i), source.OldKey, Row(T(itoa(id)), N(), N())))
+	}
+	wantErrMentions(t, applyErr(t, s, lsn(9000), chs...), "many_rows", "8888", lsn(8021).String())
+	wantRows(t, tgt, items, rows...)
 }
 
 func testEmptyVersusNull(t *testing.T, tgt Target) {
