@@ -502,3 +502,79 @@ func TestSchemaBuiltinTypeNames(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaBinaryCopyTypes checks the binary copy list against the server's
+// catalog: each name is the type's pg_catalog name, each array's element is
+// listed too, and a cast to the quoted name, as the snapshot copy writes it,
+// keeps a value of a column with typmod as it is.
+func TestSchemaBinaryCopyTypes(t *testing.T) {
+	for _, major := range harness.Majors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			conn := harness.Postgres(t, major).Conn(t)
+			rows, err := conn.Query(ctx, `SELECT t.oid, t.typname::text, n.nspname::text, t.typelem, t.typcategory = 'A'
+				FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid < 16384`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type typ struct {
+				name, nspname string
+				elem          uint32
+				array         bool
+			}
+			types := map[uint32]typ{}
+			var oid uint32
+			var ty typ
+			if _, err := pgx.ForEachRow(rows, []any{&oid, &ty.name, &ty.nspname, &ty.elem, &ty.array}, func() error {
+				types[oid] = ty
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			listed := 0
+			for oid, ty := range types {
+				name, ok := schema.BinaryCopyType(oid)
+				if !ok {
+					continue
+				}
+				listed++
+				if name != ty.name || ty.nspname != "pg_catalog" {
+					t.Errorf("oid %d is %s.%s, listed as %s", oid, ty.nspname, ty.name, name)
+				}
+				if _, ok := schema.BinaryCopyType(ty.elem); ty.array && !ok {
+					t.Errorf("array %s is listed, its element %s is not", ty.name, types[ty.elem].name)
+				}
+				cast := pgx.Identifier{"pg_catalog", name}.Sanitize()
+				var got uint32
+				if err := conn.QueryRow(ctx, "SELECT $1::pg_catalog.regtype::pg_catalog.oid", cast).Scan(&got); err != nil || got != oid {
+					t.Errorf("%s names oid %d, %v; want %d", cast, got, err, oid)
+				}
+			}
+			if listed != 62 {
+				t.Errorf("%d listed types on the server, want 31 and their arrays", listed)
+			}
+			// Casts without typmod leave a value of a column with typmod as it is
+			// (where the grammar's bit means bit(1) and char means bpchar(1)).
+			for expr, want := range map[string]string{
+				`B'10101'::bit(5)::"pg_catalog"."bit"`:                                   "10101",
+				`B'101'::bit varying(5)::"pg_catalog"."varbit"`:                          "101",
+				`'ab'::char(4)::"pg_catalog"."bpchar" || '|'`:                            "ab|",
+				`pg_catalog.octet_length('ab'::char(4)::"pg_catalog"."bpchar")`:          "4",
+				`'abc'::varchar(3)::"pg_catalog"."varchar"`:                              "abc",
+				`'x'::"char"::"pg_catalog"."char"`:                                       "x",
+				`pg_catalog.pg_typeof('x'::"char"::"pg_catalog"."char")::text`:           `"char"`,
+				`1.239::numeric(10,3)::"pg_catalog"."numeric"`:                           "1.239",
+				`'12:34:56.789'::time(3)::"pg_catalog"."time"`:                           "12:34:56.789",
+				`'2024-02-29 12:34:56.789'::timestamp(3)::"pg_catalog"."timestamp"`:      "2024-02-29 12:34:56.789",
+				`'1 day 02:03:04.5'::interval day to second(1)::"pg_catalog"."interval"`: "1 day 02:03:04.5",
+				`'{1.25,NULL}'::numeric(5,2)[]::"pg_catalog"."_numeric"`:                 "{1.25,NULL}",
+			} {
+				if got := schemaQueryStrings(ctx, t, conn, "SELECT ("+expr+")::text"); len(got) != 1 || got[0] != want {
+					t.Errorf("%s = %q, want %q", expr, got, want)
+				}
+			}
+		})
+	}
+}
