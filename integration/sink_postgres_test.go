@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -590,6 +591,88 @@ func TestSinkPostgresCopyFromClean(t *testing.T) {
 		t.Fatalf("CopyFromClean: %d, %v", n, err)
 	}
 	wantQuery(t, pg, "3 full", "SELECT count(*) || ' ' || min(name) FROM public.clean")
+}
+
+// TestSinkPostgresTakesBinary: the target takes COPY binary data only when
+// every column is of exactly the source's type, of a type whose binary form
+// is the same on both servers; CopyFromBinary then loads what a source's
+// COPY (FORMAT binary) sends.
+func TestSinkPostgresTakesBinary(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	ctx := t.Context()
+	items := sinktest.ItemsTable("public", "bin_items")
+	ensure(t, s, items)
+	takes := func(tb *schema.Table, sourceMajor int) (bool, string) {
+		t.Helper()
+		ok, why, err := s.TakesBinary(ctx, tb, sourceMajor)
+		if err != nil {
+			t.Fatalf("TakesBinary %s: %v", tb.QualifiedName(), err)
+		}
+		if ok != (why == "") {
+			t.Errorf("TakesBinary %s: ok %v, why %q", tb.QualifiedName(), ok, why)
+		}
+		return ok, why
+	}
+	if ok, why := takes(items, 15); !ok {
+		t.Fatalf("a table pgrelay created: no binary: %s", why)
+	}
+
+	// Pre-created by a user: same names, other types.
+	pg.Exec(t, "CREATE TABLE public.bin_other (id int4, name text, note varchar)")
+	other := sinktest.ItemsTable("public", "bin_other")
+	if ok, why := takes(other, 15); ok || !strings.Contains(why, `column "id" is of type bigint (OID 20) on the source, OID 23 on the target`) {
+		t.Errorf("int4 target for an int8 source: ok %v, %q", ok, why)
+	}
+	pg.Exec(t, "ALTER TABLE public.bin_other ALTER id TYPE int8")
+	if ok, why := takes(other, 15); ok || !strings.Contains(why, `column "note"`) {
+		t.Errorf("varchar target for a text source: ok %v, %q", ok, why)
+	}
+	// A dropped column does not count; a missing one does.
+	pg.Exec(t, "ALTER TABLE public.bin_other DROP note; ALTER TABLE public.bin_other ADD note text")
+	if ok, why := takes(other, 15); !ok {
+		t.Errorf("same types after a drop and add: %s", why)
+	}
+	pg.Exec(t, "ALTER TABLE public.bin_other RENAME note TO remark")
+	if ok, why := takes(other, 15); ok || !strings.Contains(why, `no column "note"`) {
+		t.Errorf("missing column: ok %v, %q", ok, why)
+	}
+	if ok, why := takes(sinktest.ItemsTable("public", "bin_missing"), 15); ok || !strings.Contains(why, "no target table") {
+		t.Errorf("missing table: ok %v, %q", ok, why)
+	}
+
+	// Types off the list, and interval from a source that knows infinity into
+	// this PostgreSQL 15 target.
+	pg.Exec(t, "CREATE TABLE public.bin_reg (id int8, rel regclass); CREATE TABLE public.bin_span (id int8, span interval)")
+	reg := &schema.Table{Schema: "public", Name: "bin_reg", Columns: []schema.Column{
+		{Name: "id", TypeOID: 20, TypeName: "bigint"}, {Name: "rel", TypeOID: 2205, TypeName: "regclass"}}}
+	if ok, why := takes(reg, 15); ok || !strings.Contains(why, `column "rel" is of type regclass`) {
+		t.Errorf("regclass: ok %v, %q", ok, why)
+	}
+	span := &schema.Table{Schema: "public", Name: "bin_span", Columns: []schema.Column{
+		{Name: "id", TypeOID: 20, TypeName: "bigint"}, {Name: "span", TypeOID: 1186, TypeName: "interval"}}}
+	if ok, why := takes(span, 16); !ok {
+		t.Errorf("interval from 16: %s", why)
+	}
+	if ok, why := takes(span, 17); ok || !strings.Contains(why, "PostgreSQL 17 source") {
+		t.Errorf("interval from 17 into 15: ok %v, %q", ok, why)
+	}
+
+	// CopyFromBinary loads a binary COPY made by the server itself.
+	pg.Exec(t, "CREATE TABLE public.bin_src (id int8, name text, note text); INSERT INTO public.bin_src VALUES (1, 'a', NULL), (2, E'tab\\there', 'x')")
+	var buf bytes.Buffer
+	conn := pg.Conn(t)
+	if _, err := conn.PgConn().CopyTo(ctx, &buf, "COPY public.bin_src TO STDOUT (FORMAT binary)"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CopyFromBinary(ctx, items, &buf)
+	if err != nil || n != 2 {
+		t.Fatalf("CopyFromBinary: %d, %v", n, err)
+	}
+	wantQuery(t, pg, "(1,a,) (2,\"tab\there\",x)", "SELECT string_agg(i::text, ' ' ORDER BY id) FROM public.bin_items i")
+	// Text is not binary: a clear error naming the table.
+	if _, err := s.CopyFromBinary(ctx, items, strings.NewReader("3\tc\t\\N\n")); err == nil || !strings.Contains(err.Error(), `"public"."bin_items"`) {
+		t.Errorf("CopyFromBinary of text: %v", err)
+	}
 }
 
 // Benchmarks: rows per second through the sink on a local PostgreSQL 15.

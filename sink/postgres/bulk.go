@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/schema"
 )
@@ -13,7 +17,7 @@ import (
 // leaves nothing of this call behind. Several CopyFrom calls may run at once
 // (parallel copy of tables or of CTID ranges of one table).
 func (s *Sink) CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (int64, error) {
-	return s.copyFrom(ctx, t, r, false)
+	return s.copyFrom(ctx, t, r, copyOptions{})
 }
 
 // CopyFromClean truncates t's target table and loads r in the same
@@ -22,10 +26,84 @@ func (s *Sink) CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (int6
 // It must be the only load into the table (not for parallel CTID ranges:
 // truncate once, then CopyFrom each range).
 func (s *Sink) CopyFromClean(ctx context.Context, t *schema.Table, r io.Reader) (int64, error) {
-	return s.copyFrom(ctx, t, r, true)
+	return s.copyFrom(ctx, t, r, copyOptions{clean: true})
 }
 
-func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, clean bool) (rows int64, err error) {
+// CopyFromBinary is CopyFrom for COPY binary data, for a table TakesBinary
+// accepted. The target's receive functions apply the target columns' typmods
+// (char(n), numeric(p,s), varchar(n)) as text input would.
+func (s *Sink) CopyFromBinary(ctx context.Context, t *schema.Table, r io.Reader) (int64, error) {
+	return s.copyFrom(ctx, t, r, copyOptions{binary: true})
+}
+
+// TakesBinary reports whether t's target table takes COPY binary data of t's
+// columns: each column is of a type schema.BinaryCopyBetween allows from a
+// source of major sourceMajor to this target, and the target column of the
+// same name is of exactly that type (pg_attribute.atttypid). A table created
+// beforehand with other types gets text, which the target converts.
+func (s *Sink) TakesBinary(ctx context.Context, t *schema.Table, sourceMajor int) (bool, string, error) {
+	qname := quotedTable(s.dialect, t)
+	for _, c := range t.Columns {
+		if _, ok := schema.BinaryCopyType(c.TypeOID); !ok {
+			return false, fmt.Sprintf("column %s is of type %s", s.dialect.QuoteIdent(c.Name), c.TypeName), nil
+		}
+	}
+	var targetMajor int
+	targetTypes := map[string]uint32{}
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		targetMajor = serverMajor(conn)
+		rows, err := conn.Query(ctx, `SELECT a.attname::text, a.atttypid FROM pg_catalog.pg_attribute a
+			WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, qname)
+		if err != nil {
+			return err
+		}
+		var name string
+		var typ uint32
+		_, err = pgx.ForEachRow(rows, []any{&name, &typ}, func() error {
+			targetTypes[name] = typ
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("sink/postgres: read the column types of %s: %w", qname, err)
+	}
+	if len(targetTypes) == 0 {
+		return false, "no target table " + qname, nil
+	}
+	for _, c := range t.Columns {
+		col := s.dialect.QuoteIdent(c.Name)
+		typ, ok := targetTypes[c.Name]
+		switch {
+		case !ok:
+			return false, fmt.Sprintf("no column %s in %s", col, qname), nil
+		case typ != c.TypeOID:
+			return false, fmt.Sprintf("column %s is of type %s (OID %d) on the source, OID %d on the target", col, c.TypeName, c.TypeOID, typ), nil
+		case !schema.BinaryCopyBetween(c.TypeOID, sourceMajor, targetMajor):
+			return false, fmt.Sprintf("column %s of type %s may hold values of a PostgreSQL %d source that a PostgreSQL %d target does not know", col, c.TypeName, sourceMajor, targetMajor), nil
+		}
+	}
+	return true, "", nil
+}
+
+// serverMajor is the major version of the server behind conn, 0 when unknown.
+func serverMajor(conn *pgx.Conn) int {
+	v := conn.PgConn().ParameterStatus("server_version")
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	major, _ := strconv.Atoi(v[:i])
+	return major
+}
+
+// copyOptions are the options of one target COPY.
+type copyOptions struct {
+	clean  bool // truncate the table first, in the same transaction, and load WITH FREEZE
+	binary bool // COPY binary format instead of text
+}
+
+func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o copyOptions) (rows int64, err error) {
 	ts := newTableStatements(s.dialect, t)
 	conn, err := s.connect(ctx)
 	if err != nil {
@@ -34,21 +112,31 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, clean
 	defer conn.Close(context.WithoutCancel(ctx))
 	pg := conn.PgConn()
 	sql := ts.copySQL
-	if clean {
+	var with []string
+	if o.binary {
+		with = append(with, "FORMAT binary")
+	}
+	if o.clean {
 		if _, err := pg.Exec(ctx, "BEGIN; TRUNCATE "+ts.qname).ReadAll(); err != nil {
 			return 0, classify(&ChangeError{Op: "truncate", Table: ts.qname, Err: err}, conn.IsClosed())
 		}
-		sql += " WITH (FREEZE)"
+		with = append(with, "FREEZE")
+	}
+	if len(with) > 0 {
+		sql += " WITH (" + strings.Join(with, ", ") + ")"
 	}
 	tag, err := pg.CopyFrom(ctx, r, sql)
 	if err != nil {
 		ce := &ChangeError{Op: "copy into", Table: ts.qname, Err: err}
 		if line := copyLine(err); line > 0 {
 			ce.Op = fmt.Sprintf("copy (input line %d) into", line)
+			if o.binary {
+				ce.Op = fmt.Sprintf("copy (binary input row %d) into", line)
+			}
 		}
 		return 0, classify(ce, conn.IsClosed())
 	}
-	if clean {
+	if o.clean {
 		if _, err := pg.Exec(ctx, "COMMIT").ReadAll(); err != nil {
 			return 0, classify(&ChangeError{Op: "commit copy into", Table: ts.qname, Err: err}, conn.IsClosed())
 		}

@@ -1,7 +1,7 @@
 // Package postgres is pgrelay's PostgreSQL sink: it applies source transactions
 // to a PostgreSQL target in commit order, each together with its position in the
-// pgrelay.progress table, and implements the sink.TwoPhase and sink.BulkLoader
-// capabilities.
+// pgrelay.progress table, and implements the sink.TwoPhase, sink.BulkLoader and
+// sink.BinaryBulkLoader capabilities.
 //
 // # Sessions
 //
@@ -50,9 +50,10 @@
 // # Concurrency
 //
 // Setup, EnsureTable, Begin, the Tx methods and the TwoPhase methods use the one
-// apply connection and must be called from one goroutine. CopyFrom and the
-// metadata helpers (TableStates, SetTableState, Seed, …) are safe to call
-// concurrently with them and with each other.
+// apply connection and must be called from one goroutine. CopyFrom (and its
+// binary and clean variants), TakesBinary and the metadata helpers
+// (TableStates, SetTableState, Seed, …) are safe to call concurrently with
+// them and with each other.
 package postgres
 
 import (
@@ -73,10 +74,11 @@ import (
 
 // Compile-time checks of the capabilities.
 var (
-	_ sink.Sink       = (*Sink)(nil)
-	_ sink.TwoPhase   = (*Sink)(nil)
-	_ sink.BulkLoader = (*Sink)(nil)
-	_ sink.Tx         = (*Tx)(nil)
+	_ sink.Sink             = (*Sink)(nil)
+	_ sink.TwoPhase         = (*Sink)(nil)
+	_ sink.BulkLoader       = (*Sink)(nil)
+	_ sink.BinaryBulkLoader = (*Sink)(nil)
+	_ sink.Tx               = (*Tx)(nil)
 )
 
 // Options tune the sink. The zero value is usable.
