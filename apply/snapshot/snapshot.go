@@ -121,6 +121,9 @@ type job struct {
 
 type tableRun struct {
 	Table
+	// casts are the columns' casts (::"pg_catalog"."int4") when the table
+	// goes in COPY binary format, nil when it goes in text.
+	casts     []string
 	chunks    int
 	remaining atomic.Int32
 	rows      atomic.Int64
@@ -167,6 +170,9 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 					return Result{}, err
 				}
 			}
+		}
+		if err := chooseFormat(ctx, cfg, src, r, target); err != nil {
+			return Result{}, err
 		}
 	}
 
@@ -278,13 +284,62 @@ func openSnapshot(ctx context.Context, src Source) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// copyJob streams one table or range: COPY TO STDOUT on the source into the
-// target's bulk loader through a pipe.
-func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
+// chooseFormat decides once per table, before its jobs run, whether it goes
+// in COPY binary format, which costs the target less CPU than text: only when
+// the target can load binary, every copied column is of a type whose binary
+// form means the same on both servers (schema.BinaryCopyType), and the target
+// table has exactly these types. Otherwise the table goes in text, which the
+// target's input functions read into whatever types its columns have.
+func chooseFormat(ctx context.Context, cfg Config, src Source, r *tableRun, target Target) error {
+	bl, ok := target.(sink.BinaryBulkLoader)
+	if !ok {
+		return nil
+	}
+	t := r.Table.Table
+	text := func(why string) error {
+		cfg.Log.Debug("copying in text format", "table", t.QualifiedName(), "why", why)
+		return nil
+	}
+	// The source's select list and the target's COPY column list must be the
+	// same columns in the same order.
+	if len(r.Published.Columns) != len(t.Columns) {
+		return text(fmt.Sprintf("%d published columns, %d in the table", len(r.Published.Columns), len(t.Columns)))
+	}
+	casts := make([]string, len(t.Columns))
+	for i, name := range r.Published.Columns {
+		c := &t.Columns[i]
+		if c.Name != name {
+			return text(fmt.Sprintf("published column %d is %s, table column %s", i+1, name, c.Name))
+		}
+		typ, ok := schema.BinaryCopyType(c.TypeOID)
+		if !ok {
+			return text(fmt.Sprintf("column %s is of type %s", name, c.TypeName))
+		}
+		// Without typmod, so the source converts nothing; the bytes are then of
+		// exactly the type the target was checked for even if the column's
+		// type changed since the table was read.
+		casts[i] = "::" + pgx.Identifier{"pg_catalog", typ}.Sanitize()
+	}
+	ok, why, err := bl.TakesBinary(ctx, t, src.Major)
+	if err != nil {
+		return fmt.Errorf("snapshot: choose the copy format of %s: %w", t.QualifiedName(), err)
+	}
+	if !ok {
+		return text(why)
+	}
+	r.casts = casts
+	return nil
+}
+
+// copyOutSQL is the source's COPY TO STDOUT of one job.
+func copyOutSQL(j job) string {
 	t := j.table.Table.Table
 	cols := make([]string, len(j.table.Published.Columns))
 	for i, c := range j.table.Published.Columns {
 		cols[i] = pgx.Identifier{c}.Sanitize()
+		if j.table.casts != nil {
+			cols[i] += j.table.casts[i]
+		}
 	}
 	sql := "COPY (SELECT " + strings.Join(cols, ", ") + " FROM ONLY " + pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	if j.whereRange {
@@ -294,6 +349,21 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
 		}
 	}
 	sql += ") TO STDOUT"
+	if j.table.casts != nil {
+		sql += " (FORMAT binary)"
+	}
+	return sql
+}
+
+// copyJob streams one table or range: COPY TO STDOUT on the source into the
+// target's bulk loader through a pipe.
+func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
+	t := j.table.Table.Table
+	sql := copyOutSQL(j)
+	load := target.CopyFrom
+	if j.table.casts != nil {
+		load = target.(sink.BinaryBulkLoader).CopyFromBinary
+	}
 
 	pr, pw := io.Pipe()
 	// CopyTo writes one row at a time; gather them so that the pipe and the
@@ -309,7 +379,7 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	rows, err := target.CopyFrom(ctx, t, pr)
+	rows, err := load(ctx, t, pr)
 	pr.CloseWithError(errors.New("target load ended"))
 	srcErr := <-done
 	if srcErr != nil && err == nil {
@@ -350,7 +420,11 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
 		return err
 	}
-	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)))
+	format := "text"
+	if r.casts != nil {
+		format = "binary"
+	}
+	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)), "format", format)
 	return nil
 }
 
