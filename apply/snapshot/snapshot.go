@@ -432,7 +432,10 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 // target's loader.
 const copyBufferSize = 1 << 20
 
-// countingWriter counts bytes and rows (lines of COPY text) as they pass.
+// countingWriter counts bytes and rows as they pass. PostgreSQL sends COPY
+// OUT data as one CopyData message per row, and pgconn's CopyTo writes each
+// message with one Write: a row per Write, without scanning the bytes. In
+// binary format the trailer comes as a message of its own, one row too many.
 type countingWriter struct {
 	w    io.Writer
 	run  *tableRun
@@ -441,14 +444,8 @@ type countingWriter struct {
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	lines := int64(0)
-	for _, b := range p[:n] {
-		if b == '\n' {
-			lines++
-		}
-	}
-	c.rows += lines
-	c.run.rows.Add(lines)
+	c.rows++
+	c.run.rows.Add(1)
 	c.run.bytes.Add(int64(n))
 	return n, err
 }
