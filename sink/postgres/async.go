@@ -26,36 +26,16 @@ const commitGrace = 30 * time.Second
 // CommitAsync flushes what is queued, records p and sends the commit without
 // waiting for its outcome; Settle reports it.
 func (tx *Tx) CommitAsync(ctx context.Context, p sink.Progress) error {
-	if tx.done {
-		return errors.New("sink/postgres: commit: transaction already finished")
-	}
-	err := tx.commitAsync(ctx, p)
-	if err != nil && !tx.done {
-		_ = tx.Rollback(ctx)
-	}
-	return err
+	return tx.end(ctx, p, tx.commitAsync)
 }
 
 func (tx *Tx) commitAsync(ctx context.Context, p sink.Progress) error {
-	if tx.err != nil {
-		return tx.err
-	}
-	if err := tx.drain(ctx); err != nil {
+	if err := tx.queueEnd(ctx, p); err != nil {
 		return err
 	}
-	if err := tx.flushRun(ctx); err != nil {
-		return err
-	}
-	tx.queueProgress(p)
 	// Updates and deletes are checked for their row counts before COMMIT goes
 	// out (see sendChecked): then COMMIT is a second round trip.
-	checked := false
-	for _, o := range tx.ops {
-		if o.kind == opUpdate || o.kind == opDelete {
-			checked = true
-			break
-		}
-	}
+	checked := tx.hasRowChecks()
 	inflight := tx.inflight
 	tx.inflight = nil
 	conn, ops, batch, keys := tx.take()

@@ -433,18 +433,25 @@ ON CONFLICT (slot) DO UPDATE SET
 // Commit flushes what is queued, records p in pgrelay.progress and commits, all
 // in one round trip when nothing else is pending.
 func (tx *Tx) Commit(ctx context.Context, p sink.Progress) error {
+	return tx.end(ctx, p, tx.commit)
+}
+
+// end runs a commit variant; a failed one leaves nothing open, so Rollback
+// after it is a no-op.
+func (tx *Tx) end(ctx context.Context, p sink.Progress, commit func(context.Context, sink.Progress) error) error {
 	if tx.done {
 		return errors.New("sink/postgres: commit: transaction already finished")
 	}
-	err := tx.commit(ctx, p)
+	err := commit(ctx, p)
 	if err != nil && !tx.done {
-		// A failed commit leaves nothing open: Rollback after it is a no-op.
 		_ = tx.Rollback(ctx)
 	}
 	return err
 }
 
-func (tx *Tx) commit(ctx context.Context, p sink.Progress) error {
+// queueEnd flushes what is queued and queues the record of p: everything of
+// the transaction but its COMMIT.
+func (tx *Tx) queueEnd(ctx context.Context, p sink.Progress) error {
 	if tx.err != nil {
 		return tx.err
 	}
@@ -455,6 +462,13 @@ func (tx *Tx) commit(ctx context.Context, p sink.Progress) error {
 		return err
 	}
 	tx.queueProgress(p)
+	return nil
+}
+
+func (tx *Tx) commit(ctx context.Context, p sink.Progress) error {
+	if err := tx.queueEnd(ctx, p); err != nil {
+		return err
+	}
 	if err := tx.sendChecked(ctx); err != nil {
 		return err
 	}
@@ -513,12 +527,21 @@ func (tx *Tx) finish() {
 // DDL, bookkeeping: failures are server errors, which abort the transaction
 // by themselves) the end joins the same round trip.
 func (tx *Tx) sendChecked(ctx context.Context) error {
-	for _, o := range tx.ops {
-		if o.kind == opUpdate || o.kind == opDelete {
-			return tx.send(ctx)
-		}
+	if tx.hasRowChecks() {
+		return tx.send(ctx)
 	}
 	return nil
+}
+
+// hasRowChecks reports whether queued statements are updates or deletes,
+// whose row counts must be checked before the transaction ends.
+func (tx *Tx) hasRowChecks() bool {
+	for _, o := range tx.ops {
+		if o.kind == opUpdate || o.kind == opDelete {
+			return true
+		}
+	}
+	return false
 }
 
 // sendError is a failure of a sent batch.
