@@ -32,12 +32,19 @@ func TestPlanJobs(t *testing.T) {
 	}
 	tables := []Table{table("big", 10, 350), table("small", 1, 50), table("empty", 0, 0)}
 	runs, jobs := planJobs(tables, 16, cfg)
-	// 350 bytes in chunks of 100: 4 ranges over 10 pages, the last open-ended.
-	if got, want := describe(jobs), "big[0,3) big[3,6) big[6,9) big[9,0) small empty"; got != want {
+	// 350 bytes in chunks of 100: 4 ranges over 10 pages, the last round of
+	// two half the size of the first, the last range open-ended.
+	if got, want := describe(jobs), "big[0,3) big[3,6) big[6,8) big[8,0) small empty"; got != want {
 		t.Fatalf("jobs: %s\nwant: %s", got, want)
 	}
 	if runs[0].remaining.Load() != 4 || runs[1].remaining.Load() != 1 {
 		t.Fatalf("remaining: %d, %d", runs[0].remaining.Load(), runs[1].remaining.Load())
+	}
+
+	// 5 chunks' worth rounds up to 6 ranges, a multiple of the 2 workers.
+	_, jobs = planJobs([]Table{table("odd", 60, 450)}, 16, cfg)
+	if got, want := describe(jobs), "odd[0,12) odd[12,24) odd[24,36) odd[36,48) odd[48,54) odd[54,0)"; got != want {
+		t.Fatalf("odd: %s, want %s", got, want)
 	}
 
 	// At most 4 ranges per worker, and never more ranges than pages.
@@ -48,6 +55,19 @@ func TestPlanJobs(t *testing.T) {
 	_, jobs = planJobs([]Table{table("dense", 2, 1000)}, 16, cfg)
 	if got, want := describe(jobs), "dense[0,1) dense[1,0)"; got != want {
 		t.Fatalf("dense: %s, want %s", got, want)
+	}
+
+	// No more ranges than workers: the count is not rounded up, and the other
+	// workers copy other tables meanwhile.
+	_, jobs = planJobs([]Table{table("pair", 10, 150), table("small", 1, 50)}, 16, Config{Slot: "s", Workers: 4, ChunkBytes: 100})
+	if got, want := describe(jobs), "pair[0,5) pair[5,0) small"; got != want {
+		t.Fatalf("pair: %s, want %s", got, want)
+	}
+
+	// Few pages: every range keeps at least one.
+	_, jobs = planJobs([]Table{table("few", 3, 1000)}, 16, Config{Slot: "s", Workers: 2, ChunkBytes: 100})
+	if got, want := describe(jobs), "few[0,1) few[1,2) few[2,0)"; got != want {
+		t.Fatalf("few: %s, want %s", got, want)
 	}
 
 	// Before 14 there are no TID range scans: one job per table.

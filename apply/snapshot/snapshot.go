@@ -233,37 +233,73 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	return res, nil
 }
 
-// planJobs splits the copy into jobs: one per table, or one per CTID range of
-// a table larger than cfg.ChunkBytes on a source that scans TID ranges (14+),
-// at most 4 ranges per worker. The last range is open-ended so pages added
-// after relpages was read are copied too.
+// planJobs splits the copy into jobs: one per table, or CTID ranges of a table
+// larger than cfg.ChunkBytes on a source that scans TID ranges (14+), at most
+// 4 per worker and never more than its pages. A table of more ranges than
+// workers gets a multiple of the worker count of them, so that the workers
+// finish it together, and the last round of ranges is half the size of the
+// others, so that the worker that finishes last waits for less. With fewer
+// ranges than workers, the other workers copy other tables meanwhile. The
+// last range is open-ended so pages added after relpages was read are copied
+// too.
 func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
 	runs := make([]*tableRun, len(tables))
 	var jobs []job
+	w := int64(cfg.Workers)
 	for i, t := range tables {
 		r := &tableRun{Table: t}
 		runs[i] = r
 		pages := t.Published.Pages
-		n := 1
-		if major >= 14 && pages > 0 && t.Published.Bytes > cfg.ChunkBytes {
-			n = int(min(int64(cfg.Workers)*4, (t.Published.Bytes+cfg.ChunkBytes-1)/cfg.ChunkBytes, pages))
+		n := int64(1)
+		if major >= 14 && pages > 1 && t.Published.Bytes > cfg.ChunkBytes {
+			n = (t.Published.Bytes + cfg.ChunkBytes - 1) / cfg.ChunkBytes
+			if n > w {
+				n = (n + w - 1) / w * w
+			}
+			n = min(n, 4*w, pages)
 		}
-		r.chunks = n
+		r.chunks = int(n)
 		r.remaining.Store(int32(n))
 		if n == 1 {
 			jobs = append(jobs, job{table: r})
 			continue
 		}
-		per := (pages + int64(n) - 1) / int64(n)
-		for c := 0; c < n; c++ {
-			j := job{table: r, chunk: c, whereRange: true, fromPage: int64(c) * per, toPage: int64(c+1) * per}
-			if c == n-1 {
+		for c, b := range rangeBounds(pages, n, w) {
+			j := job{table: r, chunk: c, whereRange: true, fromPage: b[0], toPage: b[1]}
+			if int64(c) == n-1 {
 				j.toPage = 0
 			}
 			jobs = append(jobs, j)
 		}
 	}
 	return runs, jobs
+}
+
+// rangeBounds cuts pages into n non-empty [from, to) ranges. When n is larger
+// than w, the last w ranges are about half the size of the others.
+func rangeBounds(pages, n, w int64) [][2]int64 {
+	// Weights in halves: 2 for a full range, 1 for a range of the last round.
+	weights := make([]int64, n)
+	var total int64
+	for i := range weights {
+		weights[i] = 2
+		if n > w && int64(i) >= n-w {
+			weights[i] = 1
+		}
+		total += weights[i]
+	}
+	bounds := make([][2]int64, n)
+	var from, acc int64
+	for i, wt := range weights {
+		acc += wt
+		to := pages * acc / total
+		// Every range keeps at least one page, and leaves one for each after it.
+		to = max(to, from+1)
+		to = min(to, pages-(n-1-int64(i)))
+		bounds[i] = [2]int64{from, to}
+		from = to
+	}
+	return bounds
 }
 
 // openSnapshot opens a source connection whose transaction sees the exported
@@ -373,6 +409,7 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := conn.PgConn().CopyTo(ctx, counter, sql)
+		counter.flush()
 		if err == nil {
 			err = buffered.Flush()
 		}
@@ -436,18 +473,34 @@ const copyBufferSize = 1 << 20
 // OUT data as one CopyData message per row, and pgconn's CopyTo writes each
 // message with one Write: a row per Write, without scanning the bytes. In
 // binary format the trailer comes as a message of its own, one row too many.
+// The table's shared counters, which the ranges copied at once all add to,
+// are updated every countBatch rows (and by flush), not on every row.
 type countingWriter struct {
-	w    io.Writer
-	run  *tableRun
-	rows int64 // counted here; corrected by the loader's exact count at the end
+	w     io.Writer
+	run   *tableRun
+	rows  int64 // counted here; corrected by the loader's exact count at the end
+	rowsN int64 // rows not yet added to run
+	bytes int64 // bytes not yet added to run
 }
+
+const countBatch = 1024
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.rows++
-	c.run.rows.Add(1)
-	c.run.bytes.Add(int64(n))
+	c.rowsN++
+	c.bytes += int64(n)
+	if c.rowsN == countBatch {
+		c.flush()
+	}
 	return n, err
+}
+
+// flush adds what was counted since the last flush to the table's counters.
+func (c *countingWriter) flush() {
+	c.run.rows.Add(c.rowsN)
+	c.run.bytes.Add(c.bytes)
+	c.rowsN, c.bytes = 0, 0
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
