@@ -671,3 +671,36 @@ func testE2EEnumLabelAdded(t *testing.T, major int) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EKeepOrder: a target trigger set ENABLE ALWAYS sees a transaction's
+// changes to two tables table by table by default, and in source order with
+// PGRELAY_KEEP_ORDER=true.
+func TestE2EKeepOrder(t *testing.T) {
+	for _, tc := range []struct {
+		keep string
+		want string
+	}{{"false", "a1,a2,b1,b2"}, {"true", "a1,b1,a2,b2"}} {
+		t.Run("keep_order="+tc.keep, func(t *testing.T) {
+			e := e2ePair(t, 15)
+			e.extra = append(e.extra, "PGRELAY_KEEP_ORDER="+tc.keep)
+			e.src.Exec(t, "CREATE TABLE ko_a (id int PRIMARY KEY); CREATE TABLE ko_b (id int PRIMARY KEY)")
+			p := e.start("replicate")
+			p.waitLog(t, "streaming", 2*time.Minute)
+			e.tgt.Exec(t, `CREATE TABLE public.ko_log (n serial PRIMARY KEY, what text);
+				CREATE FUNCTION public.ko_note() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN INSERT INTO public.ko_log (what) VALUES (right(TG_TABLE_NAME, 1) || NEW.id); RETURN NEW; END $$;
+				CREATE TRIGGER ko_a_note AFTER INSERT ON public.ko_a FOR EACH ROW EXECUTE FUNCTION public.ko_note();
+				CREATE TRIGGER ko_b_note AFTER INSERT ON public.ko_b FOR EACH ROW EXECUTE FUNCTION public.ko_note();
+				ALTER TABLE public.ko_a ENABLE ALWAYS TRIGGER ko_a_note;
+				ALTER TABLE public.ko_b ENABLE ALWAYS TRIGGER ko_b_note`)
+			e.src.Exec(t, "BEGIN; INSERT INTO ko_a VALUES (1); INSERT INTO ko_b VALUES (1); INSERT INTO ko_a VALUES (2); INSERT INTO ko_b VALUES (2); COMMIT")
+			e2eSync(t, e, p, time.Minute)
+			if got := e.tgt.QueryString(t, "SELECT string_agg(what, ',' ORDER BY n) FROM public.ko_log"); got != tc.want {
+				t.Errorf("PGRELAY_KEEP_ORDER=%s: the trigger saw %s, want %s", tc.keep, got, tc.want)
+			}
+			if code := p.term(t, time.Minute); code != 0 {
+				t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+			}
+		})
+	}
+}

@@ -39,6 +39,7 @@ const (
 	keyStatusInterval = "status_interval"
 	keyTailBinary     = "tail_binary"
 	keyCopyWorkers    = "copy_workers"
+	keyKeepOrder      = "keep_order"
 )
 
 // settingDefaults lists every setting with its default ("" = none). It is the
@@ -58,6 +59,7 @@ var settingDefaults = []struct{ key, def string }{
 	{keyStatusInterval, "10s"},
 	{keyTailBinary, "false"},
 	{keyCopyWorkers, "0"},
+	{keyKeepOrder, "false"},
 }
 
 // envName is the environment variable that sets key.
@@ -87,12 +89,16 @@ type Config struct {
 	// CopyWorkers is how many tables or table ranges the snapshot copies at
 	// once (PGRELAY_COPY_WORKERS; 0 = the number of CPUs).
 	CopyWorkers int
+	// KeepOrder applies each target transaction's changes in source order
+	// instead of table by table (PGRELAY_KEEP_ORDER).
+	KeepOrder bool
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
 	rawStatusInterval string
 	rawTailBinary     string
 	rawCopyWorkers    string
+	rawKeepOrder      string
 }
 
 // need says which settings a command requires to be present.
@@ -190,6 +196,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawStatusInterval: v.GetString(keyStatusInterval),
 		rawTailBinary:     v.GetString(keyTailBinary),
 		rawCopyWorkers:    v.GetString(keyCopyWorkers),
+		rawKeepOrder:      v.GetString(keyKeepOrder),
 	}, nil
 }
 
@@ -308,15 +315,12 @@ func (c *Config) Validate(n need) error {
 	}
 	c.StatusInterval = d
 
-	raw = strings.TrimSpace(c.rawTailBinary)
-	if raw == "" {
-		raw = defaultOf(keyTailBinary)
+	if c.TailBinary, err = parseBool(keyTailBinary, c.rawTailBinary); err != nil {
+		return err
 	}
-	b, err := strconv.ParseBool(raw)
-	if err != nil {
-		return fmt.Errorf("%s=%q: expected true or false", envName(keyTailBinary), c.rawTailBinary)
+	if c.KeepOrder, err = parseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
+		return err
 	}
-	c.TailBinary = b
 
 	raw = strings.TrimSpace(c.rawCopyWorkers)
 	if raw == "" {
@@ -328,6 +332,19 @@ func (c *Config) Validate(n need) error {
 	}
 	c.CopyWorkers = w
 	return nil
+}
+
+// parseBool reads the boolean setting key from raw, its default when empty.
+func parseBool(key, raw string) (bool, error) {
+	v := strings.TrimSpace(raw)
+	if v == "" {
+		v = defaultOf(key)
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: expected true or false", envName(key), raw)
+	}
+	return b, nil
 }
 
 func defaultOf(key string) string {

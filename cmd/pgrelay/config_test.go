@@ -47,7 +47,7 @@ func TestConfigDefaults(t *testing.T) {
 	if got.SourceURL != want.SourceURL || got.Slot != want.Slot || got.Publication != want.Publication ||
 		got.Snapshot != want.Snapshot || got.TwoPhase != want.TwoPhase || got.Streaming != want.Streaming ||
 		got.LogFormat != want.LogFormat || got.LogLevel != want.LogLevel || got.StatusInterval != want.StatusInterval ||
-		got.TargetURL != "" || got.MetricsAddr != "" || len(got.Tables) != 0 || got.TailBinary {
+		got.TargetURL != "" || got.MetricsAddr != "" || len(got.Tables) != 0 || got.TailBinary || got.KeepOrder {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -68,6 +68,7 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("PGRELAY_STATUS_INTERVAL", "2s")
 	t.Setenv("PGRELAY_TAIL_BINARY", "true")
 	t.Setenv("PGRELAY_COPY_WORKERS", "6")
+	t.Setenv("PGRELAY_KEEP_ORDER", "TRUE")
 	cfg, err := loadValidated(t, needSource|needTarget)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestConfigFromEnv(t *testing.T) {
 		cfg.Slot != "my_slot_1" || cfg.Publication != "pub" || strings.Join(cfg.Tables, "|") != "public.a|s.b" ||
 		cfg.Snapshot != "never" || cfg.TwoPhase != "off" || cfg.Streaming != "parallel" ||
 		cfg.LogFormat != "json" || cfg.LogLevel != "debug" || cfg.MetricsAddr != ":9187" ||
-		cfg.StatusInterval != 2*time.Second || !cfg.TailBinary || cfg.CopyWorkers != 6 {
+		cfg.StatusInterval != 2*time.Second || !cfg.TailBinary || cfg.CopyWorkers != 6 || !cfg.KeepOrder {
 		t.Fatalf("got %+v", cfg)
 	}
 }
@@ -123,6 +124,8 @@ func TestConfigErrors(t *testing.T) {
 			`PGRELAY_STATUS_INTERVAL="10": expected a duration between 100ms and 1h, e.g. 10s`},
 		{"tail binary", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_TAIL_BINARY": "maybe"}, needSource,
 			`PGRELAY_TAIL_BINARY="maybe": expected true or false`},
+		{"keep order", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_KEEP_ORDER": "sometimes"}, needSource,
+			`PGRELAY_KEEP_ORDER="sometimes": expected true or false`},
 		{"copy workers", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_COPY_WORKERS": "-1"}, needSource,
 			`PGRELAY_COPY_WORKERS="-1": expected a number of workers from 0 (one per CPU) to 256`},
 		{"source scheme", map[string]string{"PGRELAY_SOURCE_URL": "mysql://u:s3cret-pw@h/db"}, needSource,
@@ -225,7 +228,7 @@ func TestConfigFileUnknownKey(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_CONFIG", path)
 	_, err := loadValidated(t, needSource)
-	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers`
+	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

@@ -127,10 +127,10 @@ func (c *Config) sourceConn() source.ConnConfig {
 	}
 }
 
-// openTarget connects to the target the URL names (a PostgreSQL one: run
-// refuses a mysql:// target before any command starts).
-func openTarget(ctx context.Context, url string) (target, error) {
-	return postgres.New(ctx, url, postgres.Options{})
+// openTarget connects to the target PGRELAY_TARGET_URL names (a PostgreSQL
+// one: run refuses a mysql:// target before any command starts).
+func openTarget(ctx context.Context, cfg *Config) (target, error) {
+	return postgres.New(ctx, cfg.TargetURL, postgres.Options{KeepOrder: cfg.KeepOrder})
 }
 
 // session is one run: preflight, seed the target when needed, then stream
@@ -154,7 +154,7 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		}
 	}
 
-	tgt, err := openTarget(ctx, cfg.TargetURL)
+	tgt, err := openTarget(ctx, cfg)
 	if err != nil {
 		return err
 	}

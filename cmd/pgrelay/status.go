@@ -55,7 +55,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer src.Close(context.WithoutCancel(ctx))
-	tgt, err := openTarget(ctx, cfg.TargetURL)
+	tgt, err := openTarget(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 		log.Info("kept publication: pgrelay did not create it", "publication", cfg.Publication)
 	}
 
-	tgt, err := openTarget(ctx, cfg.TargetURL)
+	tgt, err := openTarget(ctx, cfg)
 	if err != nil {
 		return err
 	}
