@@ -630,8 +630,9 @@ type e2eStatus struct {
 	Tables         []struct {
 		Table string `json:"table"`
 		State string `json:"state"`
-		Rows  int64  `json:"rows"`
-		Bytes int64  `json:"bytes"`
+		Rows   int64  `json:"rows"`
+		Bytes  int64  `json:"bytes"`
+		Copied bool   `json:"copied"`
 	} `json:"tables"`
 }
 

@@ -704,3 +704,33 @@ func TestE2EKeepOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EStatusTables: status lists every published table: those the
+// snapshot copied with their copy state, a table created later and written
+// to as replicated, one not written to yet as waiting.
+func TestE2EStatusTables(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE st_copied (id int PRIMARY KEY); INSERT INTO st_copied VALUES (1), (2)")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "CREATE TABLE st_later (id int PRIMARY KEY); INSERT INTO st_later VALUES (1); CREATE TABLE st_empty (id int PRIMARY KEY)")
+	e2eSync(t, e, p, time.Minute)
+	st, raw := e.status(t)
+	got := map[string]string{}
+	for _, tb := range st.Tables {
+		got[tb.Table] = fmt.Sprintf("%s/%t/%d", tb.State, tb.Copied, tb.Rows)
+	}
+	want := map[string]string{"public.st_copied": "indexed/true/2", "public.st_later": "replicated/false/0", "public.st_empty": "waiting/false/0"}
+	for table, w := range want {
+		if got[table] != w {
+			t.Errorf("status of %s: %q, want %q; status:\n%s", table, got[table], w, raw)
+		}
+	}
+	text := e.mustRun(time.Minute, "status")
+	if out := strings.Join(text.out.all(), "\n"); !strings.Contains(out, "public.st_later") || !strings.Contains(out, "replicated") {
+		t.Errorf("status text does not list public.st_later as replicated:\n%s", out)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

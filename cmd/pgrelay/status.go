@@ -35,11 +35,67 @@ type statusReport struct {
 	Tables         []tableState `json:"tables"`
 }
 
+// tableState is one table's line. State is the snapshot copy's state
+// (pending, copying, copied, indexed) for a table the snapshot copied;
+// "replicated" for a published table that was not copied and whose changes
+// pgrelay has applied since (it is known on the target); "waiting" for a
+// published table neither copied nor seen in the stream yet. Rows and Bytes
+// are the snapshot copy's.
 type tableState struct {
-	Table string `json:"table"`
-	State string `json:"state"`
-	Rows  int64  `json:"rows"`
-	Bytes int64  `json:"bytes"`
+	Table  string `json:"table"`
+	State  string `json:"state"`
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+	Copied bool   `json:"copied"`
+}
+
+// addStreamedTables adds the published tables the snapshot did not copy: those
+// that appeared after it, or all of them with PGRELAY_SNAPSHOT=never.
+func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, hasMeta bool, r *statusReport) error {
+	listed := map[string]bool{}
+	for _, t := range r.Tables {
+		listed[t.Table] = true
+	}
+	rows, err := src.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables
+		WHERE pubname = $1 ORDER BY 1, 2`, cfg.Publication)
+	if err != nil {
+		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
+	}
+	var published []string
+	var schemaName, name string
+	if _, err := pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
+		published = append(published, schemaName+"."+name)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
+	}
+	known := map[string]bool{}
+	if hasMeta {
+		if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
+			rows, err := c.Query(ctx, "SELECT schema, name FROM pgrelay.relation")
+			if err != nil {
+				return err
+			}
+			_, err = pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
+				known[schemaName+"."+name] = true
+				return nil
+			})
+			return err
+		}); err != nil {
+			return fmt.Errorf("target: read pgrelay.relation: %w", err)
+		}
+	}
+	for _, t := range published {
+		if listed[t] {
+			continue
+		}
+		state := "waiting"
+		if known[t] {
+			state = "replicated"
+		}
+		r.Tables = append(r.Tables, tableState{Table: t, State: state})
+	}
+	return nil
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
@@ -102,8 +158,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		for _, st := range states {
-			r.Tables = append(r.Tables, tableState{Table: st.Schema + "." + st.Name, State: st.State, Rows: st.Rows, Bytes: st.Bytes})
+			r.Tables = append(r.Tables, tableState{Table: st.Schema + "." + st.Name, State: st.State, Rows: st.Rows, Bytes: st.Bytes, Copied: true})
 		}
+	}
+	if err := addStreamedTables(ctx, cfg, src, hasMeta, &r); err != nil {
+		return err
 	}
 	r.AppliedLSN = p.LSN.String()
 	if !p.CommitTime.IsZero() {
@@ -154,6 +213,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if len(r.Tables) > 0 {
 		fmt.Fprintf(w, "\nTABLE\tSTATE\tROWS\tMB\n")
 		for _, t := range r.Tables {
+			if !t.Copied {
+				fmt.Fprintf(w, "%s\t%s\t-\t-\n", t.Table, t.State)
+				continue
+			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", t.Table, t.State, t.Rows, float64(t.Bytes)/(1<<20))
 		}
 	}
