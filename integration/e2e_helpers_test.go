@@ -628,8 +628,8 @@ type e2eStatus struct {
 	Seeded         bool       `json:"seeded"`
 	SnapshotLSN    string     `json:"snapshot_lsn"`
 	Tables         []struct {
-		Table string `json:"table"`
-		State string `json:"state"`
+		Table  string `json:"table"`
+		State  string `json:"state"`
 		Rows   int64  `json:"rows"`
 		Bytes  int64  `json:"bytes"`
 		Copied bool   `json:"copied"`
