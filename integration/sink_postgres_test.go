@@ -344,7 +344,7 @@ func TestSinkPostgresErrorFormat(t *testing.T) {
 	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
 	lsn, _ := parseLSN("0/16B3748")
 	err := pgApply(t, s, lsn+10, sinktest.Ins(tb, lsn, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
-	want := `sink/postgres: insert into "public"."t" at source LSN 0/16B3748: duplicate key value violates unique constraint "t_pkey" (SQLSTATE 23505)`
+	want := `sink/postgres: insert into "public"."t" at source LSN 0/16B3748: duplicate key value violates unique constraint "t_pkey" (SQLSTATE 23505): Key (id)=(1) already exists.`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error:\n got %v\nwant %s", err, want)
 	}

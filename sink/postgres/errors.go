@@ -58,11 +58,18 @@ func (e *ChangeError) Error() string {
 
 func (e *ChangeError) Unwrap() error { return e.Err }
 
-// describe renders a server error as PostgreSQL words it, without the severity.
+// describe renders a server error as PostgreSQL words it, without the
+// severity, followed by its DETAIL on the same line: for constraint errors
+// the detail names the row ("Key (id)=(42) already exists.", "Failing row
+// contains (…)."), which matters most when one statement applied many rows.
 func describe(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
+		s := pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
+		if d := strings.Join(strings.Fields(pgErr.Detail), " "); d != "" {
+			s += ": " + d
+		}
+		return s
 	}
 	return err.Error()
 }

@@ -188,6 +188,11 @@ func TestChangeErrorText(t *testing.T) {
 	if !errors.As(err, &pgErr) {
 		t.Fatal("ChangeError does not unwrap to the PgError")
 	}
+	set := &ChangeError{Op: "update", Table: `"t"`, LSN: 0x10, LastLSN: 0x20,
+		Err: &pgconn.PgError{Code: "23514", Message: `new row for relation "t" violates check constraint "c"`, Detail: "Failing row contains (5,\n -1)."}}
+	if got, want := set.Error(), `sink/postgres: update "t" at source LSN 0/10..0/20: new row for relation "t" violates check constraint "c" (SQLSTATE 23514): Failing row contains (5, -1).`; got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
 	run := &ChangeError{Op: "copy into", Table: `"t"`, LSN: 0x10, LastLSN: 0x20, Err: errors.New("boom")}
 	if got := run.Error(); got != `sink/postgres: copy into "t" at source LSN 0/10..0/20: boom` {
 		t.Fatalf("got %s", got)
