@@ -147,9 +147,11 @@ type Applier struct {
 
 	cur *txn
 	// txnLSN is the commit (or prepare) LSN of the source transaction whose
-	// changes are being applied, for Config.TableSyncLSN.
-	txnLSN source.LSN
-	prepTx sink.Tx // the own target transaction of a prepared transaction being applied
+	// changes are being applied, for Config.TableSyncLSN; txnPreparedXid is
+	// its transaction id when it is applied at its prepare, 0 otherwise.
+	txnLSN         source.LSN
+	txnPreparedXid uint32
+	prepTx         sink.Tx // the own target transaction of a prepared transaction being applied
 
 	streaming bool
 	streamXid uint32
@@ -489,6 +491,7 @@ func (a *Applier) begin(ctx context.Context, lsn source.LSN, m *source.Begin) er
 	t := &txn{kind: kindPlain, xid: m.Xid, beginLSN: m.FinalLSN, skip: m.FinalLSN < a.skipBelow}
 	a.cur = t
 	a.txnLSN = m.FinalLSN
+	a.txnPreparedXid = 0
 	if t.skip {
 		return nil
 	}
@@ -855,7 +858,17 @@ func (a *Applier) preparedCommitted(ctx context.Context, gid string, prepareEnd 
 // inTableCopy reports whether the current transaction's changes to t are
 // already in t's snapshot copy (Config.TableSyncLSN).
 func (a *Applier) inTableCopy(t *schema.Table) bool {
-	return a.cfg.TableSyncLSN != nil && a.txnLSN < a.cfg.TableSyncLSN(t)
+	if a.cfg.TableSyncLSN == nil || a.txnLSN >= a.cfg.TableSyncLSN(t) {
+		return false
+	}
+	// Prepared before the snapshot: in the copy only if it also committed
+	// before it, which the snapshot's transaction ids tell.
+	if a.txnPreparedXid != 0 && a.cfg.TableSyncSnapshot != nil {
+		if snap, ok := a.cfg.TableSyncSnapshot(t); ok {
+			return snap.Visible(a.txnPreparedXid)
+		}
+	}
+	return true
 }
 
 func cloneMessage(m *source.LogicalMessage) *source.LogicalMessage {
@@ -1037,6 +1050,7 @@ func (a *Applier) streamCommit(ctx context.Context, lsn source.LSN, m *source.St
 		return a.installRelations(ctx, buf)
 	}
 	a.txnLSN = m.CommitLSN
+	a.txnPreparedXid = 0
 	return a.applyBuffered(ctx, buf, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime})
 }
 
@@ -1128,6 +1142,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 	}
 	defer buf.release()
 	a.txnLSN = m.PrepareLSN
+	a.txnPreparedXid = m.Xid
 	return a.prepareOnTarget(ctx, lsn, m.Xid, gid, buf, nil, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.PrepareTime})
 }
 
@@ -1150,6 +1165,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	gid := GID(a.cfg.Slot, m.Xid)
 	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, beginLSN: m.PrepareLSN}
 	a.txnLSN = m.PrepareLSN
+	a.txnPreparedXid = m.Xid
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
 	t.skip = m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
@@ -1217,6 +1233,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
 	if pt != nil && pt.buf != nil {
 		a.txnLSN = m.CommitLSN
+		a.txnPreparedXid = 0
 		return a.applyBuffered(ctx, pt.buf, p)
 	}
 	if a.twoPhase == nil {

@@ -61,9 +61,14 @@ type Config struct {
 	// taken at when that differs from the slot's (a table whose interrupted copy
 	// was redone under a later snapshot); 0 otherwise. Changes to such a table
 	// made by transactions that committed before that LSN are in its copy
-	// already and are skipped. A prepared transaction is judged by its prepare
-	// LSN.
+	// already and are skipped.
 	TableSyncLSN func(t *schema.Table) source.LSN
+	// TableSyncSnapshot, when set, gives the transaction ids of that snapshot.
+	// A transaction prepared before the table's sync LSN is applied as
+	// prepared before its commit is known: its changes are skipped when the
+	// snapshot sees its transaction id (it committed before the snapshot) and
+	// applied otherwise. Without it such a transaction's changes are skipped.
+	TableSyncSnapshot func(t *schema.Table) (source.TxidSnapshot, bool)
 }
 
 // Validate checks the configuration and fills in defaults.

@@ -34,3 +34,41 @@ func TestTableSyncLSNSkipsChangesInTheCopy(t *testing.T) {
 	h.expect("begin", "insert public.t1 (2,b)", "insert public.t2 (2,b)", "commit 0/218")
 	h.noProblems()
 }
+
+// A transaction prepared before t2's redo snapshot is in the copy only if it
+// also committed before the snapshot: its transaction id tells. Prepared
+// transactions the snapshot does not see get their changes to t2 applied.
+func TestTableSyncSnapshotJudgesPreparedByXid(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TwoPhase = true
+	cfg.TableSyncLSN = func(tb *schema.Table) source.LSN {
+		if tb.Name == "t2" {
+			return 0x400
+		}
+		return 0
+	}
+	// Transaction 7 committed before the snapshot (visible), 9 was prepared
+	// but not committed then (in xip).
+	snap, err := source.ParseTxidSnapshot("5:20:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TableSyncSnapshot = func(tb *schema.Table) (source.TxidSnapshot, bool) { return snap, tb.Name == "t2" }
+	h := newHarness(t, cfg, applytest.New(0))
+	h.feed(0x100, rel(1, "v"), rel(2, "v"))
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "ensure public.t2(id integer*,v text) prev=nil")
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), ins(2, "70", "p"), prepare(7, 0x200))
+	h.expect("begin", "insert public.t1 (70,p)", "prepare pgrelay_s1_7 0/208")
+	h.feed(0x2f0, beginPrepare(9, 0x300), ins(1, "90", "q"), ins(2, "90", "q"), prepare(9, 0x300))
+	h.expect("begin", "insert public.t1 (90,q)", "insert public.t2 (90,q)", "prepare pgrelay_s1_9 0/308")
+	// Without the snapshot's ids, a prepare before the sync LSN is skipped.
+	cfg2 := cfg
+	cfg2.TableSyncSnapshot = nil
+	h2 := newHarness(t, cfg2, applytest.New(0))
+	h2.feed(0x100, rel(1, "v"), rel(2, "v"))
+	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "ensure public.t2(id integer*,v text) prev=nil")
+	h2.feed(0x2f0, beginPrepare(9, 0x300), ins(2, "90", "q"), prepare(9, 0x300))
+	h2.expect("begin", "prepare pgrelay_s1_9 0/308")
+	h.noProblems()
+	h2.noProblems()
+}

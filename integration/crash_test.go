@@ -391,6 +391,11 @@ func testCrashSnapshotCopy(t *testing.T, major int) {
 		t.Errorf("redo plan: %v; want 2 tables done, 1 to copy", redo)
 	}
 	e2eWaitTarget(t, e, p, 2*time.Minute, "huge copying again", "SELECT count(*) = 1 FROM pgrelay.table_state WHERE slot = $1 AND name = 'huge' AND state = 'copying'", e.slot)
+	// The redo's snapshot is kept with its transaction ids, which judge the
+	// transactions prepared before it.
+	if got := e.tgt.QueryString(t, "SELECT coalesce(sync_snapshot, '') ~ '^[0-9]+:[0-9]+:[0-9,]*$' AND sync_lsn IS NOT NULL FROM pgrelay.table_state WHERE slot = $1 AND name = 'huge'", e.slot); got != "t" {
+		t.Errorf("huge's redo snapshot is not stored: %s", e.tgt.QueryString(t, "SELECT coalesce(sync_snapshot, 'NULL') || ' at ' || coalesce(sync_lsn::text, 'NULL') FROM pgrelay.table_state WHERE slot = $1 AND name = 'huge'", e.slot))
+	}
 	time.Sleep(e2eKillDelay(rng))
 	p.kill()
 	if s := state("huge"); s == "indexed" || s == "copied" {
@@ -569,4 +574,74 @@ func testCrashTargetDown(t *testing.T, major int) {
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
+}
+
+// TestCrashSnapshotRedoPrepared: a transaction prepared before a redone
+// copy's snapshot and committed after it is not in the copy; it reaches the
+// copied table through the stream. The source is steered so that the redo's
+// temporary slot becomes consistent while the transaction is prepared: the
+// slot waits for a transaction (L) running when it starts, then for one (M)
+// running when L ends; the prepared transaction (T) starts after that and is
+// not waited for.
+func TestCrashSnapshotRedoPrepared(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE huge (id int PRIMARY KEY, v int NOT NULL);
+		INSERT INTO huge SELECT i, i % 1000 FROM generate_series(1, 2000000) i;
+		CREATE TABLE side (id int PRIMARY KEY);
+		ANALYZE`)
+	ctx := e2eCtx(t, 5*time.Minute)
+	exec := func(c *pgx.Conn, sql string) {
+		t.Helper()
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	// Round 1: killed while huge is being copied.
+	p := e.start("migrate")
+	e2eWaitTarget(t, e, p, 2*time.Minute, "huge copying", "SELECT count(*) = 1 FROM pgrelay.table_state WHERE slot = $1 AND name = 'huge' AND state = 'copying'", e.slot)
+	p.kill()
+
+	// Round 2 redoes huge under a temporary slot, created while L runs.
+	l, m, tx := e.src.Conn(t), e.src.Conn(t), e.src.Conn(t)
+	exec(l, "BEGIN")
+	exec(l, "INSERT INTO side VALUES (1)")
+	p = e.start("migrate")
+	e2eWaitSource := func(what, query string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for e.src.QueryString(t, query) != "t" {
+			if time.Now().After(deadline) || p.exited() {
+				t.Fatalf("waiting for %s; pgrelay log:\n%s", what, p.logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	e2eWaitSource("the redo's temporary slot", "SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'pgrelay\\_redo\\_%'")
+	exec(m, "BEGIN")
+	exec(m, "INSERT INTO side VALUES (2)")
+	exec(l, "COMMIT")
+	e.src.Exec(t, "CHECKPOINT") // logs running transactions: M only
+	time.Sleep(300 * time.Millisecond)
+	exec(tx, "BEGIN")
+	exec(tx, "INSERT INTO huge VALUES (3000000, 42)")
+	exec(tx, "PREPARE TRANSACTION 'redo_prepared'")
+	exec(m, "COMMIT")
+	e.src.Exec(t, "CHECKPOINT") // logs running transactions: T only, prepared: consistent
+	p.waitLog(t, "caught up", 3*time.Minute)
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Fatalf("migrate exited %d; log:\n%s", code, p.logs())
+	}
+	if got := e2eTargetPrepared(t, e); got == "" {
+		t.Fatalf("the target holds no prepared transaction while the source holds redo_prepared; log:\n%s", p.logs())
+	}
+	exec(tx, "COMMIT PREPARED 'redo_prepared'")
+
+	// Round 3: the commit arrives; the row must be on the target.
+	p = e.mustRun(3*time.Minute, "migrate")
+	p.waitLog(t, "caught up", 0)
+	if got := e.tgt.QueryString(t, "SELECT coalesce((SELECT v::text FROM public.huge WHERE id = 3000000), 'missing')"); got != "42" {
+		t.Errorf("row 3000000 of the transaction prepared before the redo snapshot is %s on the target, want 42", got)
+	}
+	e2eCompare(t, e)
 }

@@ -527,6 +527,9 @@ func TestSinkPostgresSeedStore(t *testing.T) {
 		{Schema: "public", Name: "b", State: sink.TablePending},
 		{Schema: "public", Name: "a", State: sink.TableCopying},
 		{Schema: "public", Name: "a", State: sink.TableCopied, Rows: 10, Bytes: 100},
+		// A redone copy's snapshot, kept by the later states that do not name one.
+		{Schema: "public", Name: "b", State: sink.TablePending, SyncLSN: 0x1800, SyncSnapshot: "700:705:702"},
+		{Schema: "public", Name: "b", State: sink.TableCopying},
 	} {
 		if err := store.SetTableState(ctx, "a", st); err != nil {
 			t.Fatal(err)
@@ -539,7 +542,8 @@ func TestSinkPostgresSeedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(states) != 2 || states[0].Name != "a" || states[0].State != sink.TableCopied || states[0].Rows != 10 || states[0].Bytes != 100 || states[1].State != sink.TablePending {
+	if len(states) != 2 || states[0].Name != "a" || states[0].State != sink.TableCopied || states[0].Rows != 10 || states[0].Bytes != 100 || states[1].State != sink.TableCopying ||
+		states[0].SyncLSN != 0 || states[0].SyncSnapshot != "" || states[1].SyncLSN != 0x1800 || states[1].SyncSnapshot != "700:705:702" {
 		t.Fatalf("states: %+v", states)
 	}
 	if err := store.MarkSeeded(ctx, "a", 0x2000); err == nil {

@@ -190,8 +190,12 @@ type TableState struct {
 	// is not the slot's own (its interrupted copy was redone under a later
 	// one); 0 otherwise. Streaming skips the table's changes from transactions
 	// that committed before it: they are in the copy.
-	SyncLSN   source.LSN
-	UpdatedAt time.Time
+	SyncLSN source.LSN
+	// SyncSnapshot is that snapshot in txid_current_snapshot() text form,
+	// "" when unknown: a transaction prepared before SyncLSN and committed
+	// after it is not in the copy, and only its transaction id tells.
+	SyncSnapshot string
+	UpdatedAt    time.Time
 }
 
 // Seed records the snapshot a slot's target was seeded from.

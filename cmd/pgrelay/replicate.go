@@ -198,7 +198,7 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 }
 
 // stream applies the slot's changes from the target's stored position.
-func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN map[string]source.LSN, twoPhase bool, major int, srcConn *pgx.Conn) error {
+func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN map[string]tableSync, twoPhase bool, major int, srcConn *pgx.Conn) error {
 	cfg, log := e.cfg, e.log
 	token := randomToken()
 	var caughtUp atomic.Bool
@@ -214,7 +214,13 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		},
 	}
 	if len(syncLSN) > 0 {
-		acfg.TableSyncLSN = func(t *schema.Table) source.LSN { return syncLSN[t.QualifiedName()] }
+		acfg.TableSyncLSN = func(t *schema.Table) source.LSN { return syncLSN[t.QualifiedName()].lsn }
+		acfg.TableSyncSnapshot = func(t *schema.Table) (source.TxidSnapshot, bool) {
+			if snap := syncLSN[t.QualifiedName()].snap; snap != nil {
+				return *snap, true
+			}
+			return source.TxidSnapshot{}, false
+		}
 	}
 	applier, err := apply.New(acfg, tgt, cat, log)
 	if err != nil {

@@ -31,11 +31,18 @@ type seeder struct {
 	progress io.Writer
 }
 
+// tableSync is the snapshot a table's copy was redone under, later than the
+// slot's: its LSN and, when known, its transaction ids.
+type tableSync struct {
+	lsn  source.LSN
+	snap *source.TxidSnapshot
+}
+
 // seed decides what to copy from PGRELAY_SNAPSHOT, the slot and the target's
 // seed record, and copies it. It returns the replication connection that
-// created the slot when it did (streaming goes on from it), and the per-table
-// sync LSNs of tables whose copy was redone under a later snapshot.
-func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]source.LSN, error) {
+// created the slot when it did (streaming goes on from it), and the snapshots
+// of tables whose copy was redone under a later one.
+func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSync, error) {
 	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
 	if err != nil {
 		return nil, nil, err
@@ -44,11 +51,20 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]source.
 	if err != nil {
 		return nil, nil, err
 	}
-	syncLSN := map[string]source.LSN{}
+	syncLSN := map[string]tableSync{}
 	for _, st := range states {
-		if st.SyncLSN != 0 {
-			syncLSN[st.Schema+"."+st.Name] = st.SyncLSN
+		if st.SyncLSN == 0 {
+			continue
 		}
+		ts := tableSync{lsn: st.SyncLSN}
+		if st.SyncSnapshot != "" {
+			snap, err := source.ParseTxidSnapshot(st.SyncSnapshot)
+			if err != nil {
+				return nil, nil, fmt.Errorf("target: pgrelay.table_state of %s.%s: %w", st.Schema, st.Name, err)
+			}
+			ts.snap = &snap
+		}
+		syncLSN[st.Schema+"."+st.Name] = ts
 	}
 	switch s.cfg.Snapshot {
 	case "never":
@@ -94,7 +110,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]source.
 	if err := s.tgt.StartSeed(ctx, s.cfg.Slot, info.ConsistentPoint); err != nil {
 		return repl, nil, err
 	}
-	tables, err := s.plan(ctx, info.SnapshotName, nil)
+	tables, _, err := s.plan(ctx, info.SnapshotName, nil)
 	if err != nil {
 		return repl, nil, err
 	}
@@ -107,7 +123,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]source.
 // redo finishes a copy that a crash interrupted: the tables not done are
 // copied again under a new snapshot taken with a temporary slot, and changes to
 // them from before that snapshot are skipped while streaming from the slot.
-func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN map[string]source.LSN) (*source.ReplConn, map[string]source.LSN, error) {
+func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN map[string]tableSync) (*source.ReplConn, map[string]tableSync, error) {
 	if !s.slot.Exists {
 		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay teardown, then start again", s.cfg.Slot)
 	}
@@ -126,15 +142,15 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 	if err != nil {
 		return nil, nil, err
 	}
-	tables, err := s.plan(ctx, info.SnapshotName, done)
+	tables, snap, err := s.plan(ctx, info.SnapshotName, done)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.log.Info("resuming an interrupted copy", "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
 	for _, t := range tables {
 		name := t.Table.QualifiedName()
-		syncLSN[name] = info.ConsistentPoint
-		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, State: sink.TablePending, SyncLSN: info.ConsistentPoint}); err != nil {
+		syncLSN[name] = tableSync{lsn: info.ConsistentPoint, snap: &snap}
+		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, State: sink.TablePending, SyncLSN: info.ConsistentPoint, SyncSnapshot: snap.String()}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -159,22 +175,31 @@ func (s *seeder) createSlot(ctx context.Context, snap string) (*source.ReplConn,
 }
 
 // plan reads the published tables as the snapshot sees them, installs them in
-// the catalog and creates them on the target. Tables in skip are left out.
-func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool) ([]snapshot.Table, error) {
+// the catalog and creates them on the target. Tables in skip are left out. It
+// also returns the snapshot's transaction ids (txid_current_snapshot()).
+func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool) ([]snapshot.Table, source.TxidSnapshot, error) {
+	var snap source.TxidSnapshot
 	conn, err := connectTo(ctx, "source", s.cfg.SourceURL)
 	if err != nil {
-		return nil, err
+		return nil, snap, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-		return nil, err
+		return nil, snap, err
 	}
 	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshotName+"'"); err != nil {
-		return nil, fmt.Errorf("source: import snapshot %s: %w", snapshotName, err)
+		return nil, snap, fmt.Errorf("source: import snapshot %s: %w", snapshotName, err)
+	}
+	var snapText string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&snapText); err != nil {
+		return nil, snap, fmt.Errorf("source: read the transaction ids of snapshot %s: %w", snapshotName, err)
+	}
+	if snap, err = source.ParseTxidSnapshot(snapText); err != nil {
+		return nil, snap, err
 	}
 	published, err := source.ReadPublishedTables(ctx, conn, s.cfg.Publication, s.major)
 	if err != nil {
-		return nil, err
+		return nil, snap, err
 	}
 	var out []snapshot.Table
 	for _, pt := range published {
@@ -184,14 +209,14 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 		}
 		t, _, _, err := s.cat.Apply(ctx, pt.Relation)
 		if err != nil {
-			return nil, err
+			return nil, snap, err
 		}
 		if err := s.tgt.EnsureTable(ctx, t, nil); err != nil {
-			return nil, err
+			return nil, snap, err
 		}
 		out = append(out, snapshot.Table{Table: t, Published: pt, Clean: true})
 	}
-	return out, nil
+	return out, snap, nil
 }
 
 func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table) error {
