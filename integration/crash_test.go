@@ -645,3 +645,30 @@ func TestCrashSnapshotRedoPrepared(t *testing.T) {
 	}
 	e2eCompare(t, e)
 }
+
+// TestCrashSourceRestart: the source restarts (a clean, fast shutdown) while
+// replicate is caught up; the walsender ends the stream, pgrelay retries and
+// resumes, and later writes arrive.
+func TestCrashSourceRestart(t *testing.T) {
+	e2eEachMajor(t, testCrashSourceRestart)
+}
+
+func testCrashSourceRestart(t *testing.T, major int) {
+	src := harness.Postgres(t, major, harness.Dedicated())
+	e := e2eNewEnv(t, src, harness.Postgres(t, e2eTargetMajor))
+	e.src.Exec(t, "CREATE TABLE restarted (id int PRIMARY KEY, v text); INSERT INTO restarted VALUES (1, 'before')")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+	src.Restart(t)
+	p.waitLog(t, "will retry", time.Minute)
+	if p.exited() {
+		t.Fatalf("replicate exited when the source restarted (%v); log:\n%s", p.err, p.logs())
+	}
+	e.src.Exec(t, "INSERT INTO restarted VALUES (2, 'after')")
+	e2eSync(t, e, p, 2*time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

@@ -346,7 +346,9 @@ func (s *Stream) loop(ctx context.Context) error {
 			}
 		case *pgproto3.ErrorResponse:
 			return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(pgconn.ErrorResponseToPgError(m), s.slot))
-		case *pgproto3.CopyDone:
+		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
+			// A walsender that shuts down after sending everything ends with
+			// CommandComplete alone (WalSndDone), otherwise with CopyDone.
 			return fmt.Errorf("source: replication stream on slot %q: %w (the server may be shutting down): reconnect and resume", s.slot, ErrStreamEnded)
 		case *pgproto3.NoticeResponse, *pgproto3.ParameterStatus:
 		default:

@@ -406,21 +406,26 @@ func TestStreamEndsOnServerErrorAndCopyDone(t *testing.T) {
 			t.Fatal("Run did not return on a server error")
 		}
 	})
-	t.Run("copydone", func(t *testing.T) {
-		f := &fakeWalsender{}
-		_, s := startFake(t, f, 0, StreamOptions{StatusInterval: time.Hour})
-		<-f.queries
-		_, done := runStream(t, s)
-		f.send(&pgproto3.CopyDone{})
-		select {
-		case err := <-done:
-			if !errors.Is(err, ErrStreamEnded) {
-				t.Fatalf("Run = %v, want ErrStreamEnded", err)
+	for name, end := range map[string]pgproto3.BackendMessage{
+		"copydone":        &pgproto3.CopyDone{},
+		"commandcomplete": &pgproto3.CommandComplete{CommandTag: []byte("COPY 0")}, // a walsender's shutdown
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeWalsender{}
+			_, s := startFake(t, f, 0, StreamOptions{StatusInterval: time.Hour})
+			<-f.queries
+			_, done := runStream(t, s)
+			f.send(end)
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrStreamEnded) {
+					t.Fatalf("Run = %v, want ErrStreamEnded", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("Run did not return on %T", end)
 			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("Run did not return on CopyDone")
-		}
-	})
+		})
+	}
 	t.Run("garbage", func(t *testing.T) {
 		f := &fakeWalsender{}
 		_, s := startFake(t, f, 0, StreamOptions{StatusInterval: time.Hour})

@@ -19,6 +19,7 @@ func TestRetryable(t *testing.T) {
 	}{
 		{fmt.Errorf("apply: commit: %w", sink.Retryable(errors.New("conn lost"))), true},
 		{fmt.Errorf("start: %w", source.ErrSlotInUse), true},
+		{fmt.Errorf("stream: %w", source.ErrStreamEnded), true},
 		{fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), true},
 		{&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, true},
 		{&pgconn.PgError{Code: "08006"}, true},
