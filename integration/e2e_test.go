@@ -734,3 +734,30 @@ func TestE2EStatusTables(t *testing.T) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2ESourceDateStyle: a source database whose DateStyle is "SQL, DMY" and
+// IntervalStyle sql_standard: pgrelay's source sessions, the walsender's
+// included, write ISO dates and postgres-style intervals, so the target reads
+// the same values, in the snapshot and in the stream.
+func TestE2ESourceDateStyle(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "ALTER DATABASE "+pgx.Identifier{e.src.DB}.Sanitize()+" SET datestyle = 'SQL, DMY'")
+	e.src.Exec(t, "ALTER DATABASE "+pgx.Identifier{e.src.DB}.Sanitize()+" SET intervalstyle = 'sql_standard'")
+	e.src.Exec(t, `CREATE TABLE styled (id int PRIMARY KEY, d date, ts timestamp, iv interval, dr daterange, da date[]);
+		INSERT INTO styled VALUES (1, '2024-02-03', '2024-02-03 04:05:06', '-1 day -02:03:04', '[2024-02-03,2024-03-04)', '{2024-02-03}')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `INSERT INTO styled VALUES (2, '2024-02-05', '2024-02-05 01:02:03', '-3 days -00:00:01', '[2024-01-02,2024-01-05)', '{2024-01-02,2024-12-01}');
+		UPDATE styled SET iv = '-1 year -2 days', d = '2024-11-12' WHERE id = 1`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	// Formatted explicitly: the source session's own DateStyle is DMY.
+	const q = `SELECT string_agg(format('%s|%s|%s|%s|%s..%s|%s', id, to_char(d, 'YYYY-MM-DD'), to_char(ts, 'YYYY-MM-DD HH24:MI:SS'),
+		extract(epoch FROM iv)::bigint, to_char(lower(dr), 'YYYY-MM-DD'), to_char(upper(dr), 'YYYY-MM-DD'),
+		(SELECT string_agg(to_char(x, 'YYYY-MM-DD'), ',') FROM unnest(da) x)), ' / ' ORDER BY id) FROM public.styled`
+	want := "1|2024-11-12|2024-02-03 04:05:06|-31730400|2024-02-03..2024-03-04|2024-02-03 / 2|2024-02-05|2024-02-05 01:02:03|-259201|2024-01-02..2024-01-05|2024-01-02,2024-12-01"
+	if got := e.src.QueryString(t, q); got != want {
+		t.Fatalf("source holds %s, want %s", got, want)
+	}
+	if got := e.tgt.QueryString(t, q); got != want {
+		t.Errorf("target holds %s\nsource holds %s", got, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -286,10 +287,39 @@ func Connect(ctx context.Context, url string) (*ReplConn, error) {
 	return connectConfig(ctx, cfg)
 }
 
-func connectConfig(ctx context.Context, cfg *pgconn.Config) (*ReplConn, error) {
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
+// sessionParams are set in the startup packet of every source session, the
+// walsender's included (pgoutput writes text values with its output
+// functions): values then come out in forms every target reads back the same,
+// whatever the source database's or role's defaults. A DateStyle of
+// "SQL, DMY" would otherwise turn 3 February into 2 March on an MDY target.
+var sessionParams = map[string]string{
+	"DateStyle":          "ISO, YMD",
+	"IntervalStyle":      "postgres",
+	"extra_float_digits": "3", // exact floats from sources before 12 too
+}
+
+func setSessionParams(params *map[string]string) {
+	if *params == nil {
+		*params = map[string]string{}
 	}
+	for k, v := range sessionParams {
+		(*params)[k] = v
+	}
+}
+
+// ParseConnConfig parses the source URL for a plain (non-replication)
+// session, with the session settings every source session gets.
+func ParseConnConfig(url string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	setSessionParams(&cfg.RuntimeParams)
+	return cfg, nil
+}
+
+func connectConfig(ctx context.Context, cfg *pgconn.Config) (*ReplConn, error) {
+	setSessionParams(&cfg.RuntimeParams)
 	cfg.RuntimeParams["replication"] = "database"
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -69,7 +69,7 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 	if err != nil {
 		return nil, err
 	}
-	xcfg, err := pgx.ParseConfig(url)
+	xcfg, err := ParseConnConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("source: cannot parse the source URL: use postgres://user:password@host:port/database or key=value form")
 	}

@@ -305,7 +305,11 @@ func rangeBounds(pages, n, w int64) [][2]int64 {
 // openSnapshot opens a source connection whose transaction sees the exported
 // snapshot.
 func openSnapshot(ctx context.Context, src Source) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, src.URL)
+	cfg, err := source.ParseConnConfig(src.URL)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: parse the source URL: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: connect to source: %w", err)
 	}

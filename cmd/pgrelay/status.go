@@ -252,7 +252,11 @@ func withConn(ctx context.Context, side, url string, fn func(*pgx.Conn) error) e
 // connectTo opens a plain connection to the source or target ("side"), with a
 // one-line error naming what to fix when it fails.
 func connectTo(ctx context.Context, side, url string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(url)
+	parse := pgx.ParseConfig
+	if side == "source" {
+		parse = source.ParseConnConfig
+	}
+	cfg, err := parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot parse the %s URL", side, side)
 	}
