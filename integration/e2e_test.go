@@ -761,3 +761,16 @@ func TestE2ESourceDateStyle(t *testing.T) {
 		t.Errorf("target holds %s\nsource holds %s", got, want)
 	}
 }
+
+// TestE2ENotNullAddedLater: while pgrelay is stopped a row gets a NULL, the
+// NULL is updated away and the column becomes NOT NULL. The catalog pgrelay
+// reads is today's; the insert it applies is older: the target column must
+// not refuse it.
+func TestE2ENotNullAddedLater(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE nn (id int PRIMARY KEY, x int); INSERT INTO nn VALUES (1, 1)")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, "INSERT INTO nn VALUES (2, NULL); UPDATE nn SET x = 0 WHERE x IS NULL; ALTER TABLE nn ALTER COLUMN x SET NOT NULL; ALTER TABLE nn ADD COLUMN y int NOT NULL DEFAULT 7; INSERT INTO nn VALUES (3, 3, 3)")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}

@@ -355,6 +355,19 @@ ALTER TABLE "App ü"."People" ALTER COLUMN zip DROP DEFAULT;`)
 			// The UPDATE reaches the target as a change before the next Relation.
 			schemaExecTarget(ctx, t, tgtConn, []string{`UPDATE "App ü"."People" SET ratio = 1`})
 			schemaExecTarget(ctx, t, tgtConn, append(d.CreateTypes(tbl2), alter...))
+			// NOT NULL is not added while a table evolves (the catalog is
+			// today's, the changes still to come may be older and hold NULLs):
+			// ratio and the added note stay nullable on the target.
+			for _, c := range []string{"ratio", "note"} {
+				var notNull bool
+				if err := tgtConn.QueryRow(ctx, `SELECT attnotnull FROM pg_catalog.pg_attribute WHERE attrelid = '"App ü"."People"'::pg_catalog.regclass AND attname = $1`, c).Scan(&notNull); err != nil {
+					t.Fatal(err)
+				}
+				if notNull {
+					t.Errorf("target column %s became NOT NULL while the table evolved", c)
+				}
+			}
+			schemaExecTarget(ctx, t, tgtConn, []string{`ALTER TABLE "App ü"."People" ALTER COLUMN ratio SET NOT NULL, ALTER COLUMN note SET NOT NULL`})
 			schemaCompareColumns(t, schemaColumnsOf(ctx, t, srcConn, ns, name), schemaColumnsOf(ctx, t, tgtConn, ns, name), tbl2)
 			var fullName, note string
 			if err := tgtConn.QueryRow(ctx, `SELECT "Full Name", note FROM "App ü"."People" WHERE id = 7`).Scan(&fullName, &note); err != nil {

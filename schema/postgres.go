@@ -290,6 +290,12 @@ END`))
 		if _, ok := matched.prevOf[j]; ok {
 			continue
 		}
+		// The catalog's facts are today's, the change being applied may be
+		// older: NOT NULL (of a column that is not part of the key) is not
+		// added while evolving a table, or an older NULL would stop apply.
+		added := *c
+		added.NotNull = c.Key
+		c = &added
 		if c.FillValue != "" {
 			// Existing rows get what they hold on the source; then the
 			// column takes the source's current default, if any.
@@ -331,12 +337,10 @@ END`))
 				alter("ALTER COLUMN " + col + " SET DEFAULT " + newDefault)
 			}
 		}
-		if p.NotNull != c.NotNull {
-			if c.NotNull {
-				alter("ALTER COLUMN " + col + " SET NOT NULL")
-			} else {
-				alter("ALTER COLUMN " + col + " DROP NOT NULL")
-			}
+		// Only relaxed: see the added columns above. A key column gets NOT NULL
+		// with the primary key.
+		if p.NotNull && !c.NotNull {
+			alter("ALTER COLUMN " + col + " DROP NOT NULL")
 		}
 	}
 	if prevKey != newKey && newKey != "" {

@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS "public"."users" (
 -- alter
 ALTER TABLE "public"."users" DROP COLUMN IF EXISTS "email";
 
-ALTER TABLE "public"."users" ADD COLUMN IF NOT EXISTS "nickname" text DEFAULT 'anon'::text NOT NULL;
+ALTER TABLE "public"."users" ADD COLUMN IF NOT EXISTS "nickname" text DEFAULT 'anon'::text;
 
 ALTER TABLE "public"."users" ADD COLUMN IF NOT EXISTS "visits" bigint;
 

@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS "public"."users" (
 );
 
 -- alter
-ALTER TABLE "public"."users" ADD COLUMN IF NOT EXISTS "status" text DEFAULT 'active'::text NOT NULL;
+ALTER TABLE "public"."users" ADD COLUMN IF NOT EXISTS "status" text DEFAULT 'active'::text;
 
 ALTER TABLE "public"."users" ALTER COLUMN "status" DROP DEFAULT;
 

@@ -14,7 +14,5 @@ ALTER TABLE "public"."users" ALTER COLUMN "name" SET DEFAULT ''::text;
 
 ALTER TABLE "public"."users" ALTER COLUMN "name" DROP NOT NULL;
 
-ALTER TABLE "public"."users" ALTER COLUMN "email" SET NOT NULL;
-
 ALTER TABLE "public"."users" ALTER COLUMN "score" DROP DEFAULT;
 
