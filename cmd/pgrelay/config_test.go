@@ -326,6 +326,9 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"frobnicate"}, exitUsage, "", `pgrelay: unknown command "frobnicate"`},
 		{[]string{"tail", "--help"}, exitOK, "usage: pgrelay tail", ""},
 		{[]string{"tail"}, exitUsage, "", "pgrelay: PGRELAY_SOURCE_URL is required: set it to the source PostgreSQL URL, e.g. postgres://user@host:5432/db"},
+		{[]string{"version", "--bogus"}, exitUsage, "", `pgrelay: version takes no arguments, got "--bogus"`},
+		{[]string{"migrate", "--dry-run"}, exitUsage, "", `pgrelay: migrate takes no arguments, got "--dry-run": settings come from PGRELAY_* environment variables`},
+		{[]string{"status", "--jsn"}, exitUsage, "", `pgrelay: status takes only --json, got "--jsn": settings come from PGRELAY_* environment variables`},
 	}
 	for _, tc := range cases {
 		var stdout, stderr bytes.Buffer

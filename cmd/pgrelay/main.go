@@ -41,6 +41,7 @@ type env struct {
 type command struct {
 	summary string
 	needs   need
+	options []string // the arguments it takes; anything else is exit 2
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
@@ -59,6 +60,7 @@ var commands = map[string]command{
 	"status": {
 		summary: "show the slot, the lag, the last applied LSN and each table's copy state (--json)",
 		needs:   needSource | needTarget,
+		options: []string{"--json"},
 		run:     runStatus,
 	},
 	"teardown": {
@@ -121,6 +123,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		usage(stdout)
 		return exitOK
 	case "version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", args[1])
+			return exitUsage
+		}
 		fmt.Fprintf(stdout, "pgrelay %s\n", buildVersion())
 		return exitOK
 	}
@@ -133,6 +139,16 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
 		fmt.Fprintf(stdout, "usage: pgrelay %s\n\n%s.\nSettings come from PGRELAY_* environment variables; see the README.\n", name, cmd.summary)
 		return exitOK
+	}
+	for _, a := range args[1:] {
+		if !slices.Contains(cmd.options, a) {
+			takes := "takes no arguments"
+			if len(cmd.options) > 0 {
+				takes = "takes only " + strings.Join(cmd.options, ", ")
+			}
+			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, a)
+			return exitUsage
+		}
 	}
 
 	cfg, err := loadConfig(lookupEnv)

@@ -28,8 +28,8 @@ type statusReport struct {
 	SourceWALLSN   string       `json:"source_wal_lsn"`
 	AppliedLSN     string       `json:"applied_lsn"`
 	LastCommitTime *time.Time   `json:"last_commit_time,omitempty"`
-	LagBytes       int64        `json:"lag_bytes"`
-	LagSeconds     float64      `json:"lag_seconds"`
+	LagBytes       int64        `json:"lag_bytes"`   // 0 while nothing is applied
+	LagSeconds     float64      `json:"lag_seconds"` // 0 while nothing is applied
 	Seeded         bool         `json:"seeded"`
 	SnapshotLSN    string       `json:"snapshot_lsn,omitempty"`
 	Tables         []tableState `json:"tables"`
@@ -99,12 +99,7 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, hasMeta 
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
-	asJSON := slices.Contains(args, "--json")
-	for _, a := range args {
-		if a != "--json" {
-			return &usageError{fmt.Errorf("status: unknown argument %q: the only option is --json", a)}
-		}
-	}
+	asJSON := slices.Contains(args, "--json") // run accepts no other argument
 	cfg := e.cfg
 	src, err := connectTo(ctx, "source", cfg.SourceURL)
 	if err != nil {
@@ -169,7 +164,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		t := p.CommitTime.UTC()
 		r.LastCommitTime = &t
 	}
-	if walLSN > p.LSN {
+	// Lag is measured from an applied position; with none there is no lag to
+	// speak of (JSON 0, text "-"), not the whole WAL.
+	if p.LSN != 0 && walLSN > p.LSN {
 		r.LagBytes = int64(walLSN - p.LSN)
 		if !p.CommitTime.IsZero() {
 			r.LagSeconds = time.Since(p.CommitTime).Seconds()
