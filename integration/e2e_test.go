@@ -774,3 +774,29 @@ func TestE2ENotNullAddedLater(t *testing.T) {
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e2eCompare(t, e)
 }
+
+// TestE2ESlotWaitsForPrepared: a prepared transaction left open on the source
+// holds up the creation of the slot; migrate says so, naming it, and goes on
+// once it is rolled back.
+func TestE2ESlotWaitsForPrepared(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE waits (id int PRIMARY KEY)")
+	e.src.Exec(t, "BEGIN; INSERT INTO waits VALUES (1); PREPARE TRANSACTION 'left_behind'")
+	// The source server is shared: a prepared transaction left there would
+	// hold up every test's slot creation.
+	t.Cleanup(func() {
+		if e.src.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'left_behind'") != "0" {
+			e.src.Exec(t, "ROLLBACK PREPARED 'left_behind'")
+		}
+	})
+	p := e.start("migrate")
+	l := p.waitLog(t, "creating the slot is waiting for the source's open transactions to end (commit or roll back prepared transactions left behind)", time.Minute)
+	if !strings.Contains(fmt.Sprint(l["prepared"]), "left_behind") {
+		t.Errorf("the wait does not name the prepared transaction: %v", l)
+	}
+	e.src.Exec(t, "ROLLBACK PREPARED 'left_behind'")
+	p.waitLog(t, "caught up", 2*time.Minute)
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Fatalf("migrate exited %d; log:\n%s", code, p.logs())
+	}
+}

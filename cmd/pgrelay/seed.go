@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -138,7 +139,9 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 		return nil, nil, err
 	}
 	defer temp.Close(context.WithoutCancel(ctx))
+	stopWatch := s.watchSlotCreation(ctx)
 	info, err := temp.CreateSlot(ctx, fmt.Sprintf("pgrelay_redo_%d", os.Getpid()), source.SlotOptions{Temporary: true, Snapshot: "export"})
+	stopWatch()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,13 +168,60 @@ func (s *seeder) createSlot(ctx context.Context, snap string) (*source.ReplConn,
 	if err != nil {
 		return nil, source.SlotInfo{}, err
 	}
+	stopWatch := s.watchSlotCreation(ctx)
 	info, err := repl.CreateSlot(ctx, s.cfg.Slot, source.SlotOptions{TwoPhase: s.twoPhase, Snapshot: snap})
+	stopWatch()
 	if err != nil {
 		repl.Close(context.WithoutCancel(ctx))
 		return nil, source.SlotInfo{}, err
 	}
 	s.log.Info("created slot", "slot", s.cfg.Slot, "consistent_point", info.ConsistentPoint.String(), "two_phase", s.twoPhase)
 	return repl, info, nil
+}
+
+// slotWaitLogAfter is how long slot creation may take before pgrelay says
+// what it waits for, and how often it says it again.
+var slotWaitLogAfter = 5 * time.Second
+
+// watchSlotCreation logs, while a slot is being created, the transactions the
+// server waits for: a logical slot is consistent only once every transaction
+// running when it started has ended, prepared ones included, and until then
+// CREATE_REPLICATION_SLOT does not return. The returned func stops the watch.
+func (s *seeder) watchSlotCreation(ctx context.Context) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(slotWaitLogAfter)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			var prepared, running []string
+			err := withSourceConn(ctx, s.cfg.SourceURL, func(c *pgx.Conn) error {
+				if err := c.QueryRow(ctx, `SELECT coalesce(array_agg(gid || ' (prepared ' || prepared::text || ')' ORDER BY prepared), '{}') FROM pg_catalog.pg_prepared_xacts`).Scan(&prepared); err != nil {
+					return err
+				}
+				return c.QueryRow(ctx, `SELECT coalesce(array_agg('pid ' || pid || ' (' || coalesce(usename::text, '?') || ', since ' || xact_start::text || ')' ORDER BY xact_start), '{}')
+					FROM pg_catalog.pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_catalog.pg_backend_pid()`).Scan(&running)
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Warn("creating the slot is waiting for transactions on the source to end", "waited", time.Since(start).Round(time.Second), "error", err.Error())
+			} else {
+				s.log.Warn("creating the slot is waiting for the source's open transactions to end (commit or roll back prepared transactions left behind)",
+					"waited", time.Since(start).Round(time.Second), "prepared", prepared, "running", running)
+			}
+			t.Reset(30 * time.Second)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // plan reads the published tables as the snapshot sees them, installs them in
