@@ -800,3 +800,22 @@ func TestE2ESlotWaitsForPrepared(t *testing.T) {
 		t.Fatalf("migrate exited %d; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EUnreachableTargetCreatesNothing: a target database that does not
+// exist stops migrate with one line, before anything is created on the source.
+func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE untouched (id int PRIMARY KEY)")
+	u := strings.Replace(e.tgt.URL(), "/"+e.tgt.DB, "/no_such_database_here", 1)
+	if u == e.tgt.URL() {
+		t.Fatalf("cannot make a URL to a missing database from %s", e.tgt.URL())
+	}
+	e.extra = append(e.extra, "PGRELAY_TARGET_URL="+u)
+	p, code := e.run(time.Minute, "migrate")
+	if code != 1 || !strings.Contains(p.logs(), "no_such_database_here") {
+		t.Errorf("migrate to a missing target database exited %d; log:\n%s", code, p.logs())
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); got != "0" {
+		t.Errorf("the source has publication %s although the target was unreachable", e.pub)
+	}
+}

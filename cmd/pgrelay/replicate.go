@@ -138,6 +138,16 @@ func openTarget(ctx context.Context, cfg *Config) (target, error) {
 func session(ctx context.Context, e *env, migrate bool) (err error) {
 	cfg, log := e.cfg, e.log
 	cc := cfg.sourceConn()
+	// The target first: a target pgrelay cannot reach must not leave a
+	// publication behind on the source.
+	tgt, err := openTarget(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+	if pg, ok := tgt.(*postgres.Sink); ok {
+		e.mon.sink.Store(pg)
+	}
 	pre, err := source.Preflight(ctx, cfg.SourceURL, cc)
 	if err != nil {
 		return err
@@ -154,14 +164,6 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		}
 	}
 
-	tgt, err := openTarget(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer tgt.Close(context.WithoutCancel(ctx))
-	if pg, ok := tgt.(*postgres.Sink); ok {
-		e.mon.sink.Store(pg)
-	}
 
 	unlock, err := lockSlot(ctx, cfg.TargetURL, cfg.Slot, log)
 	if err != nil {
