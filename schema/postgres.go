@@ -310,7 +310,7 @@ END`))
 			continue
 		}
 		if c.Default != "" && c.VolatileDefault {
-			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; fix: add the column on the target by hand with the source's values, or on the source add it without a default and set the default in a second ALTER TABLE",
+			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always)",
 				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Default)
 		}
 		alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(c))

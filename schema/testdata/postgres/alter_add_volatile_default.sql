@@ -10,4 +10,4 @@ CREATE TABLE IF NOT EXISTS "public"."users" (
 );
 
 -- alter
--- error: schema: add column "joined" to public.users: default cannot be reproduced on the target: now() is not immutable, and existing source rows hold the values it gave on the source; fix: add the column on the target by hand with the source's values, or on the source add it without a default and set the default in a second ALTER TABLE
+-- error: schema: add column "joined" to public.users: default cannot be reproduced on the target: now() is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always)
