@@ -662,10 +662,13 @@ func testE2EEnumLabelAdded(t *testing.T, major int) {
 	e.src.Exec(t, "ALTER TYPE e2e_mood ADD VALUE 'angry'")
 	e.src.Exec(t, "INSERT INTO moods VALUES (2, 'angry'); UPDATE moods SET m = 'angry' WHERE id = 1")
 	e.src.Exec(t, "BEGIN; ALTER TYPE e2e_mood ADD VALUE 'happy' BEFORE 'ok'; COMMIT; INSERT INTO moods VALUES (3, 'happy')")
+	// A label that goes first has no predecessor: it goes before the first.
+	e.src.Exec(t, "ALTER TYPE e2e_mood ADD VALUE 'calm' BEFORE 'sad'")
+	e.src.Exec(t, "INSERT INTO moods VALUES (4, 'calm')")
 	e2eSync(t, e, p, time.Minute)
 	e2eCompare(t, e)
-	if got := e.tgt.QueryString(t, "SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum WHERE enumtypid = 'public.e2e_mood'::regtype"); got != "sad,happy,ok,angry" {
-		t.Errorf("target labels %q, want sad,happy,ok,angry", got)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum WHERE enumtypid = 'public.e2e_mood'::regtype"); got != "calm,sad,happy,ok,angry" {
+		t.Errorf("target labels %q, want calm,sad,happy,ok,angry", got)
 	}
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())

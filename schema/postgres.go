@@ -78,7 +78,13 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			orElse = `		FOREACH label IN ARRAY ARRAY[` + strings.Join(labels, ", ") + `]::pg_catalog.text[] LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND enumlabel = label) THEN
 				IF prev IS NULL THEN
-					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', ` + quoteLiteral(name) + `, label);
+					-- First in the source's order: before the target's first label.
+					SELECT enumlabel INTO first FROM pg_catalog.pg_enum WHERE enumtypid = ` + quoteLiteral(name) + `::pg_catalog.regtype ORDER BY enumsortorder LIMIT 1;
+					IF first IS NULL THEN
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', ` + quoteLiteral(name) + `, label);
+					ELSE
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L BEFORE %L', ` + quoteLiteral(name) + `, label, first);
+					END IF;
 				ELSE
 					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', ` + quoteLiteral(name) + `, label, prev);
 				END IF;
@@ -111,7 +117,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		}
 		var b strings.Builder
 		if orElse != "" {
-			b.WriteString("DECLARE\n\tlabel pg_catalog.text;\n\tprev pg_catalog.text;\n")
+			b.WriteString("DECLARE\n\tlabel pg_catalog.text;\n\tprev pg_catalog.text;\n\tfirst pg_catalog.text;\n")
 		}
 		b.WriteString("BEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = ")
 		b.WriteString(quoteLiteral(typ.Namespace) + " AND t.typname = " + quoteLiteral(typ.Name) + ") THEN\n\t\t")

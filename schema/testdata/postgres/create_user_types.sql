@@ -17,6 +17,7 @@ DO $pgrelay$
 DECLARE
 	label pg_catalog.text;
 	prev pg_catalog.text;
+	first pg_catalog.text;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'mood') THEN
 		CREATE TYPE "app"."mood" AS ENUM ('sad', 'ok', 'happy', E'it''s \\ odd');
@@ -24,7 +25,13 @@ BEGIN
 		FOREACH label IN ARRAY ARRAY['sad', 'ok', 'happy', E'it''s \\ odd']::pg_catalog.text[] LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = '"app"."mood"'::pg_catalog.regtype AND enumlabel = label) THEN
 				IF prev IS NULL THEN
-					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', '"app"."mood"', label);
+					-- First in the source's order: before the target's first label.
+					SELECT enumlabel INTO first FROM pg_catalog.pg_enum WHERE enumtypid = '"app"."mood"'::pg_catalog.regtype ORDER BY enumsortorder LIMIT 1;
+					IF first IS NULL THEN
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', '"app"."mood"', label);
+					ELSE
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L BEFORE %L', '"app"."mood"', label, first);
+					END IF;
 				ELSE
 					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', '"app"."mood"', label, prev);
 				END IF;
@@ -63,6 +70,7 @@ DO $pgrelay1$
 DECLARE
 	label pg_catalog.text;
 	prev pg_catalog.text;
+	first pg_catalog.text;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'tag') THEN
 		CREATE TYPE "app"."tag" AS ENUM ('$pgrelay$', 'plain');
@@ -70,7 +78,13 @@ BEGIN
 		FOREACH label IN ARRAY ARRAY['$pgrelay$', 'plain']::pg_catalog.text[] LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = '"app"."tag"'::pg_catalog.regtype AND enumlabel = label) THEN
 				IF prev IS NULL THEN
-					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', '"app"."tag"', label);
+					-- First in the source's order: before the target's first label.
+					SELECT enumlabel INTO first FROM pg_catalog.pg_enum WHERE enumtypid = '"app"."tag"'::pg_catalog.regtype ORDER BY enumsortorder LIMIT 1;
+					IF first IS NULL THEN
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', '"app"."tag"', label);
+					ELSE
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L BEFORE %L', '"app"."tag"', label, first);
+					END IF;
 				ELSE
 					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', '"app"."tag"', label, prev);
 				END IF;
