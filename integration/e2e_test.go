@@ -822,3 +822,24 @@ func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {
 		t.Errorf("the source has publication %s although the target was unreachable", e.pub)
 	}
 }
+
+// TestE2EFullIdentityEqualNotIdentical: under REPLICA IDENTITY FULL, rows whose
+// values are equal by the type's = but not identical (numeric 1.0 and 1.00,
+// float8 0 and -0, interval '1 day' and '24:00:00', jsonb 1.0 and 1.00) are
+// told apart: the row the source changed is the one changed on the target.
+func TestE2EFullIdentityEqualNotIdentical(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE fe (n numeric, f float8, iv interval, j jsonb, tag text);
+		ALTER TABLE fe REPLICA IDENTITY FULL;
+		INSERT INTO fe VALUES (1.00, 1, '1 day', '{"a": 1.00}', 'x'), (1.0, 1, '1 day', '{"a": 1.00}', 'x'),
+			(2, '-0', '1 day', '{"a": 1}', 'x'), (2, '0', '1 day', '{"a": 1}', 'x'),
+			(3, 1, '1 day', '{"a": 1}', 'x'), (3, 1, '24:00:00', '{"a": 1}', 'x'),
+			(4, 1, '1 day', '{"a": 1.0}', 'x'), (4, 1, '1 day', '{"a": 1.00}', 'x')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `DELETE FROM fe WHERE n::text = '1.0';
+		UPDATE fe SET tag = 'zero' WHERE n = 2 AND f::text = '0';
+		UPDATE fe SET tag = 'hours' WHERE n = 3 AND iv::text = '24:00:00';
+		DELETE FROM fe WHERE n = 4 AND j::text = '{"a": 1.0}'`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}

@@ -32,6 +32,32 @@ var textCompareTypes = map[uint32]bool{
 	718: true, 719: true, // circle, circle[]
 }
 
+// equalNotIdenticalTypes are built-in types whose equality operator holds for
+// values that differ: numeric 1.0 = 1.00, float8 0 = -0, interval '1 day' =
+// '24:00:00', jsonb {"a":1.0} = {"a":1.00}. Under REPLICA IDENTITY FULL the
+// row is found by its old values, so such a column is also compared by text
+// form: of two rows that differ only there, the one the source changed is
+// changed. Keyed by type OID, including the array types; user types
+// (composites and ranges that may hold such values) are compared so too.
+var equalNotIdenticalTypes = map[uint32]bool{
+	700: true, 1021: true, // float4, float4[]
+	701: true, 1022: true, // float8, float8[]
+	1700: true, 1231: true, // numeric, numeric[]
+	1186: true, 1187: true, // interval, interval[]
+	3802: true, 3807: true, // jsonb, jsonb[]
+	3906: true, 3907: true, // numrange, numrange[]
+}
+
+// identityByText reports whether column c, compared with its equality
+// operator under REPLICA IDENTITY FULL, must also be compared by text form.
+func identityByText(c *schema.Column) bool {
+	oid := c.TypeOID
+	if c.Type != nil && c.Type.Category == schema.CategoryDomain {
+		oid = c.Type.BaseOID
+	}
+	return oid >= firstUserOID || equalNotIdenticalTypes[oid]
+}
+
 // firstUserOID is PostgreSQL's FirstNormalObjectId: OIDs below it are built in
 // and the same on every server.
 const firstUserOID = 16384
@@ -267,6 +293,9 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 			where.WriteString(ts.quoted[i] + " IS NULL")
 		case textOID != 0:
 			where.WriteString(ts.quoted[i] + "::text = " + next(param{col: i, old: true}, textOID) + "::text")
+		case ts.full && identityByText(col):
+			p := next(param{col: i, old: true}, 0)
+			where.WriteString(ts.quoted[i] + " = " + p + " AND " + ts.quoted[i] + "::text = " + p + "::text")
 		default:
 			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0))
 		}
