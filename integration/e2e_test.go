@@ -843,3 +843,62 @@ func TestE2EFullIdentityEqualNotIdentical(t *testing.T) {
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e2eCompare(t, e)
 }
+
+// TestE2EDeferrableUnique: a statement legal on the source because its
+// unique constraint is DEFERRABLE (checked at the end of the statement, or at
+// commit) arrives row by row; the target's constraint is deferrable too and
+// checked at commit.
+func TestE2EDeferrableUnique(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE dq (id int PRIMARY KEY, pos int, CONSTRAINT dq_pos UNIQUE (pos) DEFERRABLE INITIALLY IMMEDIATE);
+		CREATE TABLE dd (id int PRIMARY KEY, pos int, CONSTRAINT dd_pos UNIQUE (pos) DEFERRABLE INITIALLY DEFERRED);
+		INSERT INTO dq SELECT i, i FROM generate_series(1, 20) i;
+		INSERT INTO dd SELECT i, i FROM generate_series(1, 20) i`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(conname || ':' || condeferrable || ':' || condeferred, ',' ORDER BY conname) FROM pg_constraint WHERE contype = 'u' AND connamespace = 'public'::regnamespace"); got != "dd_pos:true:true,dq_pos:true:false" {
+		t.Errorf("target unique constraints %s, want dd_pos:true:true,dq_pos:true:false", got)
+	}
+	e.src.Exec(t, "UPDATE dq SET pos = 21 - pos; BEGIN; UPDATE dd SET pos = 100 + id; UPDATE dd SET pos = 21 - id; COMMIT")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}
+
+// TestE2ETableRenamedWhileStopped: tables renamed or moved to another schema on
+// the source while pgrelay is stopped keep their target tables and rows: the
+// stored definition is found by the source relation OID, and the target table
+// is renamed or moved rather than created anew beside the old one.
+func TestE2ETableRenamedWhileStopped(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE ren_a (id int PRIMARY KEY, v text); INSERT INTO ren_a VALUES (1, 'x'), (2, 'y');
+		CREATE TABLE ren_b (id int PRIMARY KEY, v text); INSERT INTO ren_b VALUES (1, 'x'), (2, 'y')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	tables := `SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY schemaname, tablename)
+		FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema', 'pgrelay')`
+	stored := "SELECT string_agg(schema || '.' || name, ',' ORDER BY schema, name) FROM pgrelay.relation"
+	for _, step := range []struct {
+		while string // run on the source while pgrelay is stopped
+		want  string // the target's tables, and pgrelay.relation's, after
+	}{
+		// A new table takes the old name after the rename: it is created
+		// anew, not matched with what was stored under that name.
+		{`ALTER TABLE ren_a RENAME TO ren_c; INSERT INTO ren_c VALUES (3, 'z'); UPDATE ren_c SET v = 'x2' WHERE id = 1;
+			CREATE SCHEMA ren_s2; ALTER TABLE ren_b SET SCHEMA ren_s2; UPDATE ren_s2.ren_b SET v = 'y2' WHERE id = 2; INSERT INTO ren_s2.ren_b VALUES (3, 'z');
+			CREATE TABLE ren_a (id int PRIMARY KEY, w int); INSERT INTO ren_a VALUES (7, 7)`,
+			"public.ren_a,public.ren_c,ren_s2.ren_b"},
+		// Renamed and moved at once, a second time.
+		{`ALTER TABLE ren_c SET SCHEMA ren_s2; ALTER TABLE ren_s2.ren_c RENAME TO ren_d; DELETE FROM ren_s2.ren_d WHERE id = 2; UPDATE ren_s2.ren_d SET v = 'z2' WHERE id = 3`,
+			"public.ren_a,ren_s2.ren_b,ren_s2.ren_d"},
+	} {
+		e.src.Exec(t, step.while)
+		e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+		if n := e2eCompare(t, e); n != 3 {
+			t.Errorf("compared %d tables, want 3", n)
+		}
+		if got := e.tgt.QueryString(t, tables); got != step.want {
+			t.Errorf("after %s\ntarget tables %s, want %s", step.while, got, step.want)
+		}
+		if got := e.tgt.QueryString(t, stored); got != step.want {
+			t.Errorf("after %s\npgrelay.relation holds %s, want %s", step.while, got, step.want)
+		}
+	}
+}

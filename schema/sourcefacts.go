@@ -400,12 +400,18 @@ func typeSuffix(rest string) bool {
 func (s *SourceFacts) IndexDefs(ctx context.Context, schema, table string) ([]string, error) {
 	var defs []string
 	err := s.inTx(ctx, fmt.Sprintf("read indexes of %s.%s", schema, table), func(tx pgx.Tx) error {
+		// An index that backs a DEFERRABLE unique or exclusion constraint is
+		// created as that constraint: pg_get_indexdef would make it an index
+		// checked at once, which a transaction legal on the source (UPDATE t
+		// SET pos = 21 - pos) violates midway.
 		rows, err := tx.Query(ctx, `
-SELECT pg_catalog.pg_get_indexdef(i.indexrelid)
+SELECT pg_catalog.pg_get_indexdef(i.indexrelid), coalesce(con.condeferrable, false),
+       coalesce(con.conname::text, ''), coalesce(pg_catalog.pg_get_constraintdef(con.oid), '')
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid AND con.contype IN ('u', 'x')
 WHERE n.nspname = $1 AND c.relname = $2
   AND NOT i.indisprimary AND i.indisvalid
   AND NOT (i.indisreplident AND c.relreplident = 'i')
@@ -413,8 +419,27 @@ ORDER BY ic.relname`, schema, table)
 		if err != nil {
 			return err
 		}
-		defs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		var def, conName, conDef string
+		var deferrable bool
+		_, err = pgx.ForEachRow(rows, []any{&def, &deferrable, &conName, &conDef}, func() error {
+			if deferrable {
+				def = deferrableConstraintDef(schema, table, conName, conDef)
+			}
+			defs = append(defs, def)
+			return nil
+		})
 		return err
 	})
 	return defs, err
+}
+
+// deferrableConstraintDef adds constraint name (def as pg_get_constraintdef
+// writes it) to schema.table unless the table has a constraint of that name.
+func deferrableConstraintDef(schema, table, name, def string) string {
+	qtable := pgx.Identifier{schema, table}.Sanitize()
+	return doBlock(`BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = ` + quoteLiteral(qtable) + `::pg_catalog.regclass AND conname = ` + quoteLiteral(name) + `) THEN
+		ALTER TABLE ` + qtable + ` ADD CONSTRAINT ` + pgx.Identifier{name}.Sanitize() + ` ` + def + `;
+	END IF;
+END`)
 }

@@ -142,6 +142,11 @@ func (tx *Tx) queueBegin() {
 	tx.begun = true
 	tx.batch.ExecParams("BEGIN", nil, nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opBegin})
+	// Deferrable unique and exclusion constraints are checked at COMMIT: the
+	// source checked them at the end of a statement (or at commit) that
+	// changed many rows, which arrive here one by one.
+	tx.batch.ExecParams("SET CONSTRAINTS ALL DEFERRED", nil, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opBegin})
 	for _, name := range tx.s.deallocate {
 		tx.batch.ExecParams("DEALLOCATE "+tx.s.dialect.QuoteIdent(name), nil, nil, nil, nil)
 		tx.ops = append(tx.ops, op{kind: opDeallocate, detail: name})
