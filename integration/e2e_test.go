@@ -821,6 +821,18 @@ func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {
 	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); got != "0" {
 		t.Errorf("the source has publication %s although the target was unreachable", e.pub)
 	}
+	// teardown with that target URL drops nothing on the source either.
+	e.extra = nil
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.extra = append(e.extra, "PGRELAY_TARGET_URL="+u)
+	if p, code := e.run(time.Minute, "teardown"); code != 1 {
+		t.Errorf("teardown with a missing target database exited %d; log:\n%s", code, p.logs())
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "1" {
+		t.Errorf("teardown with an unreachable target dropped the slot")
+	}
+	e.extra = nil
+	e.mustRun(time.Minute, "teardown")
 }
 
 // TestE2EFullIdentityEqualNotIdentical: under REPLICA IDENTITY FULL, rows whose

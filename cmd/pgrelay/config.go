@@ -163,6 +163,23 @@ func readConfigFile(path string) (map[string]any, error) {
 	return out, nil
 }
 
+// unknownSettings lists the PGRELAY_* variables of environ that are not
+// settings (nor PGRELAY_CONFIG), in order.
+func unknownSettings(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix+"_") || name == envPrefix+"_CONFIG" {
+			continue
+		}
+		if !slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return envName(s.key) == name }) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func knownSettings() string {
 	names := make([]string, len(settingDefaults))
 	for i, s := range settingDefaults {

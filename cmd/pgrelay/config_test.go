@@ -370,3 +370,10 @@ func TestConfigTargetKeyValue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUnknownSettings(t *testing.T) {
+	got := unknownSettings([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1"})
+	if strings.Join(got, ",") != "PGRELAY_A,PGRELAY_SLOTT" {
+		t.Fatalf("unknownSettings = %q", got)
+	}
+}

@@ -164,7 +164,6 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		}
 	}
 
-
 	unlock, err := lockSlot(ctx, cfg.TargetURL, cfg.Slot, log)
 	if err != nil {
 		return err

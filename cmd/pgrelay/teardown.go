@@ -34,6 +34,13 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer src.Close(context.WithoutCancel(ctx))
+	// Both servers reachable before anything is dropped: a teardown is not
+	// left half done by a wrong target URL.
+	tgt, err := openTarget(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
 
 	slot, err := source.ReadSlot(ctx, src, cfg.Slot)
 	if err != nil {
@@ -76,11 +83,6 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 		log.Info("kept publication: pgrelay did not create it", "publication", cfg.Publication)
 	}
 
-	tgt, err := openTarget(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer tgt.Close(context.WithoutCancel(ctx))
 	var hasMeta bool
 	if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta)
