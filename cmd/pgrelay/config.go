@@ -163,13 +163,18 @@ func readConfigFile(path string) (map[string]any, error) {
 	return out, nil
 }
 
+// scriptVariables are PGRELAY_* variables of the project's scripts and tests
+// (README: The two commands), not settings of the binary.
+var scriptVariables = []string{"PGRELAY_CACHE", "PGRELAY_TEST_", "PGRELAY_E2E_", "PGRELAY_BENCH_"}
+
 // unknownSettings lists the PGRELAY_* variables of environ that are not
-// settings (nor PGRELAY_CONFIG), in order.
+// settings (nor PGRELAY_CONFIG, nor the scripts' own), in order.
 func unknownSettings(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, envPrefix+"_") || name == envPrefix+"_CONFIG" {
+		if !strings.HasPrefix(name, envPrefix+"_") || name == envPrefix+"_CONFIG" ||
+			slices.ContainsFunc(scriptVariables, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
 		if !slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return envName(s.key) == name }) {

@@ -372,7 +372,7 @@ func TestConfigTargetKeyValue(t *testing.T) {
 }
 
 func TestUnknownSettings(t *testing.T) {
-	got := unknownSettings([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1"})
+	got := unknownSettings([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1", "PGRELAY_CACHE=/c", "PGRELAY_E2E_SEED=1"})
 	if strings.Join(got, ",") != "PGRELAY_A,PGRELAY_SLOTT" {
 		t.Fatalf("unknownSettings = %q", got)
 	}
