@@ -501,7 +501,7 @@ func TestSinkPostgresMigrations(t *testing.T) {
 			t.Fatalf("Setup %d: %v", i, err)
 		}
 	}
-	wantQuery(t, pg, "1,2", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
+	wantQuery(t, pg, "1,2,3", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
 	wantQuery(t, pg, "1", "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pgrelay.table_state'::regclass AND attname = 'sync_snapshot'")
 	wantQuery(t, pg, "pgrelay.prepared,pgrelay.progress,pgrelay.relation,pgrelay.schema_migrations,pgrelay.seed,pgrelay.table_state",
 		"SELECT string_agg(oid::regclass::text, ',' ORDER BY oid::regclass::text) FROM pg_class WHERE relnamespace = 'pgrelay'::regnamespace AND relkind = 'r'")
@@ -1082,4 +1082,53 @@ func TestSinkPostgresCommitAsync(t *testing.T) {
 	// Handed over: the sink works again.
 	mustApply(t, s, 5000, sinktest.Upd(tb, 4500, sinktest.Row(T("1"), T("d"), N())))
 	wantQuery(t, pg, "d", "SELECT name FROM public.async_items WHERE id = 1")
+}
+
+// TestSinkPostgresRenamedByRelationOID: after a restart, a table whose name is
+// not stored is looked up by its source relation OID under its slot; found, the
+// target table is renamed or moved with its rows and its definition stored
+// under the new name only. Another slot's OIDs, and OIDs stored before a new
+// seed, match nothing. Definitions stored before migration 3 get their OID.
+func TestSinkPostgresRenamedByRelationOID(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tg := &pgSinkTarget{pg: pg}
+	stored := "SELECT string_agg(schema || '.' || name || ' ' || coalesce(slot, '-') || ' ' || coalesce(relation_oid::text, '-'), ',' ORDER BY schema, name) FROM pgrelay.relation"
+	tables := "SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY schemaname, tablename) FROM pg_tables WHERE schemaname IN ('public', 'moved')"
+	version := func(schemaName, name string) *schema.Table {
+		tb := sinktest.ItemsTable(schemaName, name)
+		tb.RelationID = 30000
+		return tb
+	}
+	row := func(id string) source.Tuple { return sinktest.Row(sinktest.T(id), sinktest.T("x"), sinktest.N()) }
+	ra := version("public", "ra")
+	ensure(t, s, ra)
+	mustApply(t, s, 100, sinktest.Ins(ra, 1, row("1")), sinktest.Ins(ra, 2, row("2")))
+	// Stored before migration 3: no slot nor OID columns yet.
+	pg.Exec(t, "ALTER TABLE pgrelay.relation DROP COLUMN slot, DROP COLUMN relation_oid; DELETE FROM pgrelay.schema_migrations WHERE version = 3")
+
+	s = tg.open(t) // a restart: nothing known in memory
+	if _, err := s.Setup(t.Context(), sinktest.Slot); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	wantQuery(t, pg, "public.ra sinktest 30000", stored)
+	rc := version("moved", "rc")
+	ensure(t, s, rc)
+	mustApply(t, s, 200, sinktest.Ins(rc, 101, row("3")), sinktest.Upd(rc, 102, row("1")))
+	wantQuery(t, pg, "moved.rc", tables)
+	wantQuery(t, pg, "1,2,3", "SELECT string_agg(id::text, ',' ORDER BY id) FROM moved.rc")
+	wantQuery(t, pg, "moved.rc sinktest 30000", stored)
+
+	other := tg.open(t)
+	if _, err := other.Setup(t.Context(), "other_slot"); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	ensure(t, other, version("public", "rx"))
+	wantQuery(t, pg, "moved.rc,public.rx", tables)
+
+	if err := s.StartSeed(t.Context(), sinktest.Slot, 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	ensure(t, s, version("public", "rz"))
+	wantQuery(t, pg, "moved.rc,public.rx,public.rz", tables)
+	wantQuery(t, pg, "moved.rc sinktest -,public.rx other_slot 30000,public.rz sinktest 30000", stored)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,11 +13,21 @@ import (
 )
 
 // storedDefinition reads the definition t's target table was last built to, nil
-// when none is recorded.
-func storedDefinition(ctx context.Context, conn *pgx.Conn, d schema.Dialect, t *schema.Table) (*schema.Table, error) {
+// when none is recorded: the one stored under t's target name or, failing that,
+// the latest one of the same source table (slot and relation OID) stored under
+// another name, when the table was renamed or moved to another schema on the
+// source while pgrelay was stopped.
+func storedDefinition(ctx context.Context, conn *pgx.Conn, d schema.Dialect, slot string, t *schema.Table) (*schema.Table, error) {
 	sch, name := d.TargetTable(t)
+	var oid any // NULL when unknown: matches nothing
+	if t.RelationID != 0 {
+		oid = t.RelationID
+	}
 	var def []byte
-	err := conn.QueryRow(ctx, "SELECT definition FROM pgrelay.relation WHERE schema = $1 AND name = $2", sch, name).Scan(&def)
+	err := conn.QueryRow(ctx, `SELECT definition FROM pgrelay.relation
+		WHERE (schema = $1 AND name = $2) OR (slot = $3 AND relation_oid = $4)
+		ORDER BY (schema = $1 AND name = $2) DESC, updated_at DESC LIMIT 1`,
+		sch, name, slot, oid).Scan(&def)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -28,6 +39,22 @@ func storedDefinition(ctx context.Context, conn *pgx.Conn, d schema.Dialect, t *
 		return nil, fmt.Errorf("decode the stored definition: %w", err)
 	}
 	return &prev, nil
+}
+
+// relationOID is t's source relation OID as a text parameter, NULL when unknown.
+func relationOID(t *schema.Table) []byte {
+	if t.RelationID == 0 {
+		return nil
+	}
+	return []byte(strconv.FormatUint(uint64(t.RelationID), 10))
+}
+
+// nullIfEmpty is s as a text parameter, NULL when empty.
+func nullIfEmpty(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // EnsureTable creates t's schema, types and table when missing, or evolves the
@@ -53,7 +80,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	stored, err := storedDefinition(ctx, conn, s.dialect, t)
+	stored, err := storedDefinition(ctx, conn, s.dialect, s.slot, t)
 	if err != nil {
 		return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 	}
@@ -126,9 +153,19 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 	}
 	sch, name := s.dialect.TargetTable(t)
-	tx.batch.ExecParams(`INSERT INTO pgrelay.relation (schema, name, definition, updated_at) VALUES ($1, $2, $3, now())
-		ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, updated_at = now()`,
-		[][]byte{[]byte(sch), []byte(name), def}, nil, nil, nil)
+	if !create {
+		// Renamed or moved: no target table is left under the old name, nor
+		// may its definition be found there later.
+		if ps, pn := s.dialect.TargetTable(prev); ps != sch || pn != name {
+			tx.batch.ExecParams("DELETE FROM pgrelay.relation WHERE schema = $1 AND name = $2",
+				[][]byte{[]byte(ps), []byte(pn)}, nil, nil, nil)
+			tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
+		}
+	}
+	tx.batch.ExecParams(`INSERT INTO pgrelay.relation (schema, name, definition, slot, relation_oid, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+		ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, slot = excluded.slot,
+			relation_oid = excluded.relation_oid, updated_at = now()`,
+		[][]byte{[]byte(sch), []byte(name), def, nullIfEmpty(s.slot), relationOID(t)}, nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 	if own {
 		tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)

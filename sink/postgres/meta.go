@@ -102,11 +102,17 @@ func (s *Sink) Seed(ctx context.Context, slot string) (seed sink.Seed, found boo
 }
 
 // StartSeed records a new snapshot at consistentPoint and forgets the slot's
-// previous table states.
+// previous table states, and the source relation OIDs of its stored
+// definitions: the new slot may read another source database (restored from a
+// dump, say), where the same OIDs name other tables; its tables are matched to
+// the target's by name only.
 func (s *Sink) StartSeed(ctx context.Context, slot string, consistentPoint source.LSN) error {
 	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "DELETE FROM pgrelay.table_state WHERE slot = $1", slot); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE pgrelay.relation SET relation_oid = NULL WHERE slot = $1", slot); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO pgrelay.seed (slot, consistent_point, snapshot_done, created_at, done_at)

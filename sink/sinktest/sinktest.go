@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,10 +119,19 @@ func Del(t *schema.Table, lsn source.LSN, oldKind byte, old source.Tuple) *sink.
 
 // Tables.
 
+// relationID is a source relation OID for the test table schemaName.name: the
+// same for each version of one table, different between tables, as a source's
+// OIDs are (a sink may find a renamed table by it).
+func relationID(schemaName, name string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(schemaName + "." + name))
+	return 16384 + h.Sum32()%(1<<30)
+}
+
 // ItemsTable is (id bigint key, name text, note text) with REPLICA IDENTITY DEFAULT.
 func ItemsTable(schemaName, name string) *schema.Table {
 	return &schema.Table{
-		RelationID: 16400, Schema: schemaName, Name: name, ReplicaIdentity: schema.IdentityDefault,
+		RelationID: relationID(schemaName, name), Schema: schemaName, Name: name, ReplicaIdentity: schema.IdentityDefault,
 		Columns: []schema.Column{
 			{Name: "id", TypeOID: 20, TypeMod: -1, TypeName: "bigint", Key: true, NotNull: true, Attnum: 1},
 			{Name: "name", TypeOID: 25, TypeMod: -1, TypeName: "text", Attnum: 2},
@@ -133,7 +143,7 @@ func ItemsTable(schemaName, name string) *schema.Table {
 // FullTable is (a bigint, b text) with REPLICA IDENTITY FULL and no key.
 func FullTable(schemaName, name string) *schema.Table {
 	return &schema.Table{
-		RelationID: 16401, Schema: schemaName, Name: name, ReplicaIdentity: schema.IdentityFull,
+		RelationID: relationID(schemaName, name), Schema: schemaName, Name: name, ReplicaIdentity: schema.IdentityFull,
 		Columns: []schema.Column{
 			{Name: "a", TypeOID: 20, TypeMod: -1, TypeName: "bigint", Attnum: 1},
 			{Name: "b", TypeOID: 25, TypeMod: -1, TypeName: "text", Attnum: 2},
