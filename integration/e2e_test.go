@@ -914,3 +914,17 @@ func TestE2ETableRenamedWhileStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EColumnRenamedWhileBehind: while pgrelay is stopped a column is added,
+// then another renamed, with rows written in between. The first Relation
+// message names the old column, which the source catalog no longer knows; the
+// rename must still keep the column's values.
+func TestE2EColumnRenamedWhileBehind(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE rn (id int PRIMARY KEY, v text); INSERT INTO rn SELECT g, 'val' || g FROM generate_series(1, 3) g")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `ALTER TABLE rn ADD COLUMN c int; INSERT INTO rn VALUES (4, 'val4', 4);
+		ALTER TABLE rn RENAME COLUMN v TO vv; INSERT INTO rn VALUES (5, 'val5', 5); UPDATE rn SET c = 1 WHERE id = 1`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}

@@ -385,6 +385,37 @@ func matchColumns(prev, t *Table) columnMatch {
 			}
 		}
 	}
+	// A column of prev whose attribute number was unknown (its facts were
+	// read after a later rename, under which its old name was gone) and that
+	// is now unmatched is the same column as an unmatched new column whose
+	// number prev's table already had: numbers are never reused, so a column
+	// numbered below one prev knows existed then. With as many of each, they
+	// pair up in order (a Relation message lists columns by number): the
+	// rename keeps its values.
+	var maxKnown int16
+	known := map[int16]bool{}
+	for _, p := range prev.Columns {
+		if p.Attnum != 0 {
+			known[p.Attnum] = true
+			maxKnown = max(maxKnown, p.Attnum)
+		}
+	}
+	var oldPrev, oldNew []int
+	for i, p := range prev.Columns {
+		if _, ok := m.newOf[i]; !ok && p.Attnum == 0 {
+			oldPrev = append(oldPrev, i)
+		}
+	}
+	for j, c := range t.Columns {
+		if _, ok := m.prevOf[j]; !ok && c.Attnum != 0 && c.Attnum < maxKnown && !known[c.Attnum] {
+			oldNew = append(oldNew, j)
+		}
+	}
+	if len(oldPrev) > 0 && len(oldPrev) == len(oldNew) {
+		for k := range oldPrev {
+			pair(oldPrev[k], oldNew[k])
+		}
+	}
 	return m
 }
 

@@ -387,3 +387,20 @@ func TestDoBlockTag(t *testing.T) {
 		t.Errorf("doBlock chose a tag in the body: %q", got)
 	}
 }
+
+// A column whose number was unknown in prev (its facts were read after a
+// later rename) pairs with the unmatched column holding a number prev's
+// table already had: a rename, not a drop and an add.
+func TestMatchColumnsUnknownAttnum(t *testing.T) {
+	prev := &Table{Columns: []Column{{Name: "id", Attnum: 1}, {Name: "v"}, {Name: "c", Attnum: 3}}}
+	next := &Table{Columns: []Column{{Name: "id", Attnum: 1}, {Name: "vv", Attnum: 2}, {Name: "c", Attnum: 3}}}
+	m := matchColumns(prev, next)
+	if m.newOf[1] != 1 || len(m.newOf) != 3 {
+		t.Fatalf("v and vv not paired: %v", m.newOf)
+	}
+	// A column numbered past every one prev knew is new: v was dropped.
+	next = &Table{Columns: []Column{{Name: "id", Attnum: 1}, {Name: "c", Attnum: 3}, {Name: "w", Attnum: 4}}}
+	if m := matchColumns(prev, next); len(m.newOf) != 2 {
+		t.Fatalf("w paired with v: %v", m.newOf)
+	}
+}
