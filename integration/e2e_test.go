@@ -928,3 +928,30 @@ func TestE2EColumnRenamedWhileBehind(t *testing.T) {
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e2eCompare(t, e)
 }
+
+// TestE2ETypeChanges: a composite type gains and loses attributes and a
+// domain's CHECK is relaxed on the source, with pgrelay stopped and while it
+// runs; rows that need the new definitions reach the target.
+func TestE2ETypeChanges(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TYPE tc_pair AS (x int, y text); CREATE DOMAIN tc_pos AS int CHECK (VALUE > 0);
+		CREATE TABLE tc (id int PRIMARY KEY, p tc_pair, n tc_pos); INSERT INTO tc VALUES (1, ROW(1, 'q'), 1)`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `ALTER TYPE tc_pair ADD ATTRIBUTE z numeric; INSERT INTO tc VALUES (2, ROW(2, 'r', 1.5), 2);
+		ALTER DOMAIN tc_pos DROP CONSTRAINT tc_pos_check; ALTER DOMAIN tc_pos ADD CHECK (VALUE >= 0); INSERT INTO tc VALUES (3, NULL, 0)`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	// The same while replicate runs.
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, `ALTER TYPE tc_pair DROP ATTRIBUTE y; INSERT INTO tc VALUES (4, ROW(4, 4.5), 4);
+		ALTER DOMAIN tc_pos ADD CHECK (VALUE < 100); INSERT INTO tc VALUES (5, ROW(5, 5.5), 99)`)
+	e2eSync(t, e, p, 2*time.Minute)
+	e2eCompare(t, e)
+	if got, want := e.tgt.QueryString(t, "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'public.tc_pair'::regclass AND attnum > 0 AND NOT attisdropped"), "x,z"; got != want {
+		t.Errorf("target tc_pair attributes %s, want %s", got, want)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

@@ -106,18 +106,58 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			}
 			b.WriteString(";")
 			create = b.String()
+			// An existing domain takes the source's CHECK constraints: those
+			// it lacks are added (NOT VALID: its rows come from the source),
+			// those the source no longer has are dropped.
+			checks := make([]string, len(typ.DomainChecks))
+			for i, c := range typ.DomainChecks {
+				checks[i] = quoteLiteral(c)
+			}
+			list := "ARRAY[" + strings.Join(checks, ", ") + "]::pg_catalog.text[]"
+			orElse = `		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+			FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c' LOOP
+			IF NOT (r.def = ANY (` + list + `)) THEN
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', ` + quoteLiteral(name) + `, r.conname);
+			END IF;
+		END LOOP;
+		FOREACH label IN ARRAY ` + list + ` LOOP
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c'
+				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', ` + quoteLiteral(name) + `, label);
+			END IF;
+		END LOOP;
+`
 		case CategoryComposite:
 			attrs := make([]string, len(typ.Attributes))
+			names := make([]string, len(typ.Attributes))
 			for i, a := range typ.Attributes {
 				attrs[i] = d.QuoteIdent(a.Name) + " " + a.TypeName
+				names[i] = quoteLiteral(a.Name)
 			}
 			create = "CREATE TYPE " + name + " AS (" + strings.Join(attrs, ", ") + ");"
+			// An existing composite takes the source's attributes: ADD and
+			// DROP ATTRIBUTE (a changed attribute type is not followed:
+			// PostgreSQL refuses it while a column uses the type).
+			var add strings.Builder
+			for i := range typ.Attributes {
+				add.WriteString(`		IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			WHERE t.oid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND a.attname = ` + names[i] + ` AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			EXECUTE pg_catalog.format('ALTER TYPE %s ADD ATTRIBUTE %s', ` + quoteLiteral(name) + `, ` + quoteLiteral(attrs[i]) + `);
+		END IF;
+`)
+			}
+			orElse = `		FOR r IN SELECT a.attname::pg_catalog.text AS conname, '' AS def FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			WHERE t.oid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND a.attnum > 0 AND NOT a.attisdropped
+			AND a.attname::pg_catalog.text <> ALL (ARRAY[` + strings.Join(names, ", ") + `]::pg_catalog.text[]) LOOP
+			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', ` + quoteLiteral(name) + `, r.conname);
+		END LOOP;
+` + add.String()
 		case CategoryRange:
 			create = "CREATE TYPE " + name + " AS RANGE (SUBTYPE = " + typ.BaseName + ");"
 		}
 		var b strings.Builder
 		if orElse != "" {
-			b.WriteString("DECLARE\n\tlabel pg_catalog.text;\n\tprev pg_catalog.text;\n\tfirst pg_catalog.text;\n")
+			b.WriteString("DECLARE\n\tlabel pg_catalog.text;\n\tprev pg_catalog.text;\n\tfirst pg_catalog.text;\n\tr record;\n")
 		}
 		b.WriteString("BEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = ")
 		b.WriteString(quoteLiteral(typ.Namespace) + " AND t.typname = " + quoteLiteral(typ.Name) + ") THEN\n\t\t")

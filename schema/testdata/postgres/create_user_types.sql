@@ -6,9 +6,27 @@ CREATE SCHEMA IF NOT EXISTS "app";
 CREATE SCHEMA IF NOT EXISTS "ref";
 
 DO $pgrelay$
+DECLARE
+	label pg_catalog.text;
+	prev pg_catalog.text;
+	first pg_catalog.text;
+	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'posint') THEN
 		CREATE DOMAIN "app"."posint" AS integer DEFAULT 1 NOT NULL CHECK ((VALUE > 0));
+	ELSE
+		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+			FROM pg_catalog.pg_constraint c WHERE c.contypid = '"app"."posint"'::pg_catalog.regtype AND c.contype = 'c' LOOP
+			IF NOT (r.def = ANY (ARRAY['CHECK ((VALUE > 0))']::pg_catalog.text[])) THEN
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', '"app"."posint"', r.conname);
+			END IF;
+		END LOOP;
+		FOREACH label IN ARRAY ARRAY['CHECK ((VALUE > 0))']::pg_catalog.text[] LOOP
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = '"app"."posint"'::pg_catalog.regtype AND c.contype = 'c'
+				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', '"app"."posint"', label);
+			END IF;
+		END LOOP;
 	END IF;
 END
 $pgrelay$;
@@ -18,6 +36,7 @@ DECLARE
 	label pg_catalog.text;
 	prev pg_catalog.text;
 	first pg_catalog.text;
+	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'mood') THEN
 		CREATE TYPE "app"."mood" AS ENUM ('sad', 'ok', 'happy', E'it''s \\ odd');
@@ -43,17 +62,58 @@ END
 $pgrelay$;
 
 DO $pgrelay$
+DECLARE
+	label pg_catalog.text;
+	prev pg_catalog.text;
+	first pg_catalog.text;
+	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'ref' AND t.typname = 'code') THEN
 		CREATE DOMAIN "ref"."code" AS character varying(8) CHECK (((VALUE)::text ~ '^[A-Z]+$'::text)) CHECK ((length((VALUE)::text) > 1));
+	ELSE
+		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+			FROM pg_catalog.pg_constraint c WHERE c.contypid = '"ref"."code"'::pg_catalog.regtype AND c.contype = 'c' LOOP
+			IF NOT (r.def = ANY (ARRAY['CHECK (((VALUE)::text ~ ''^[A-Z]+$''::text))', 'CHECK ((length((VALUE)::text) > 1))']::pg_catalog.text[])) THEN
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', '"ref"."code"', r.conname);
+			END IF;
+		END LOOP;
+		FOREACH label IN ARRAY ARRAY['CHECK (((VALUE)::text ~ ''^[A-Z]+$''::text))', 'CHECK ((length((VALUE)::text) > 1))']::pg_catalog.text[] LOOP
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = '"ref"."code"'::pg_catalog.regtype AND c.contype = 'c'
+				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', '"ref"."code"', label);
+			END IF;
+		END LOOP;
 	END IF;
 END
 $pgrelay$;
 
 DO $pgrelay$
+DECLARE
+	label pg_catalog.text;
+	prev pg_catalog.text;
+	first pg_catalog.text;
+	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'address') THEN
 		CREATE TYPE "app"."address" AS ("street" text, "zip" ref.code, "Floor No" app.posint);
+	ELSE
+		FOR r IN SELECT a.attname::pg_catalog.text AS conname, '' AS def FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			WHERE t.oid = '"app"."address"'::pg_catalog.regtype AND a.attnum > 0 AND NOT a.attisdropped
+			AND a.attname::pg_catalog.text <> ALL (ARRAY['street', 'zip', 'Floor No']::pg_catalog.text[]) LOOP
+			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', '"app"."address"', r.conname);
+		END LOOP;
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			WHERE t.oid = '"app"."address"'::pg_catalog.regtype AND a.attname = 'street' AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			EXECUTE pg_catalog.format('ALTER TYPE %s ADD ATTRIBUTE %s', '"app"."address"', '"street" text');
+		END IF;
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			WHERE t.oid = '"app"."address"'::pg_catalog.regtype AND a.attname = 'zip' AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			EXECUTE pg_catalog.format('ALTER TYPE %s ADD ATTRIBUTE %s', '"app"."address"', '"zip" ref.code');
+		END IF;
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			WHERE t.oid = '"app"."address"'::pg_catalog.regtype AND a.attname = 'Floor No' AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			EXECUTE pg_catalog.format('ALTER TYPE %s ADD ATTRIBUTE %s', '"app"."address"', '"Floor No" app.posint');
+		END IF;
 	END IF;
 END
 $pgrelay$;
@@ -71,6 +131,7 @@ DECLARE
 	label pg_catalog.text;
 	prev pg_catalog.text;
 	first pg_catalog.text;
+	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'tag') THEN
 		CREATE TYPE "app"."tag" AS ENUM ('$pgrelay$', 'plain');
