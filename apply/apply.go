@@ -662,6 +662,12 @@ type commitWaiter interface {
 	WaitCommitted(ctx context.Context, xid uint32) error
 }
 
+// factsMatcher is the optional capability of a Catalog to tell whether the
+// committed source catalog already matches a Relation message.
+type factsMatcher interface {
+	FactsMatch(ctx context.Context, rel *source.Relation) (bool, error)
+}
+
 // ensureRelation installs a Relation message of source transaction xid (0 when
 // unknown) and brings the target table up to it. With a sink whose DDL commits
 // implicitly, flushFirst commits the group first; callers pass false only where
@@ -673,8 +679,22 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 		lsn = a.txnLSN
 	}
 	if w, ok := a.cat.(commitWaiter); ok && xid != 0 {
-		if err := w.WaitCommitted(ctx, xid); err != nil {
-			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+		wait := true
+		// A prepared transaction stays uncommitted until COMMIT PREPARED: the
+		// wait could only time out. When the committed catalog already has
+		// rel's columns (a table's first use in the session, not DDL of the
+		// transaction itself), skip it.
+		if m, ok := a.cat.(factsMatcher); ok && a.cur != nil && a.cur.kind == kindPrepare {
+			match, err := m.FactsMatch(ctx, rel)
+			if err != nil {
+				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+			}
+			wait = !match
+		}
+		if wait {
+			if err := w.WaitCommitted(ctx, xid); err != nil {
+				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+			}
 		}
 	}
 	t, prev, changed, err := a.cat.Apply(ctx, rel)

@@ -35,8 +35,14 @@ func testConfig(t *testing.T) Config {
 
 func newHarness(t *testing.T, cfg Config, s *applytest.Sink) *harness {
 	t.Helper()
+	return newHarnessFacts(t, cfg, s, applytest.NoFacts{})
+}
+
+// newHarnessFacts is newHarness with a catalog reading facts from facts.
+func newHarnessFacts(t *testing.T, cfg Config, s *applytest.Sink, facts schema.FactReader) *harness {
+	t.Helper()
 	s.Calls() // what earlier harnesses on the same sink did is theirs to check
-	h := &harness{t: t, s: s, cat: schema.NewCatalog(applytest.NoFacts{}), clock: time.Unix(1700000000, 0)}
+	h := &harness{t: t, s: s, cat: schema.NewCatalog(facts), clock: time.Unix(1700000000, 0)}
 	cfg.OnLogicalMessage = func(_ context.Context, m *source.LogicalMessage, lsn source.LSN) error {
 		h.drain()
 		h.log = append(h.log, fmt.Sprintf("message %s %q at %s", m.Prefix, m.Content, lsn))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgrelay/pgrelay/apply/applytest"
+	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -211,5 +212,49 @@ func TestGIDs(t *testing.T) {
 	h := newHarness(t, testConfig(t), s)
 	if len(h.a.targetPrepared) != 0 {
 		t.Fatalf("took another slot's prepared transactions: %v", h.a.targetPrepared)
+	}
+}
+
+// waitFacts knows t1 as (id int4, v text) and records WaitCommitted calls.
+type waitFacts struct {
+	applytest.NoFacts
+	waits []uint32
+}
+
+func (f *waitFacts) TableFacts(_ context.Context, _, table string) (schema.TableFacts, error) {
+	if table != "t1" {
+		return schema.TableFacts{}, nil
+	}
+	return schema.TableFacts{Columns: map[string]schema.ColumnFacts{
+		"id": {TypeOID: oidInt4, TypeName: "integer", Attnum: 1},
+		"v":  {TypeOID: oidText, TypeName: "text", Attnum: 2},
+	}}, nil
+}
+
+func (f *waitFacts) WaitCommitted(_ context.Context, xid uint32) error {
+	f.waits = append(f.waits, xid)
+	return nil
+}
+
+// A prepared transaction's Relation message waits for the transaction's
+// commit (which cannot come before COMMIT PREPARED) only when the committed
+// catalog does not show its columns: DDL of the transaction itself.
+func TestPreparedRelationWaitsOnlyForItsOwnDDL(t *testing.T) {
+	f := &waitFacts{}
+	cfg := testConfig(t)
+	cfg.TwoPhase = true
+	h := newHarnessFacts(t, cfg, applytest.New(0), f)
+	h.feed(0x1f0, beginPrepare(7, 0x200), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
+	if len(f.waits) != 0 {
+		t.Fatalf("waited for transaction(s) %v although the catalog has t1's columns", f.waits)
+	}
+	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v", "added"), ins(1, "80", "q", "r"), prepare(8, 0x300))
+	if len(f.waits) != 1 || f.waits[0] != 8 {
+		t.Fatalf("waits %v, want [8]: the Relation shows a column the catalog lacks", f.waits)
+	}
+	// A plain transaction still waits, briefly, for its commit to be visible.
+	h.feed(0x3f0, begin(9, 0x400), rel(1, "v"), ins(1, "90", "s"), commit(0x400, 0x408))
+	if len(f.waits) != 2 || f.waits[1] != 9 {
+		t.Fatalf("waits %v, want [8 9]", f.waits)
 	}
 }

@@ -68,6 +68,24 @@ func NewCatalog(facts FactReader) *Catalog {
 	}
 }
 
+// FactsMatch reports whether the source catalog, as committed now, already
+// has every column of rel under its name and type: then a transaction's own
+// DDL cannot be what rel shows, and there is nothing to wait for.
+func (c *Catalog) FactsMatch(ctx context.Context, rel *source.Relation) (bool, error) {
+	facts, err := c.facts.TableFacts(ctx, rel.Namespace, rel.Name)
+	if err != nil {
+		return false, fmt.Errorf("schema: read source catalog facts of %s.%s (relation id %d): %w", rel.Namespace, rel.Name, rel.RelationID, err)
+	}
+	// Columns the committed catalog has and rel lacks (dropped by the
+	// transaction, generated, outside a column list) change nothing here.
+	for _, rc := range rel.Columns {
+		if f, ok := facts.Columns[rc.Name]; !ok || f.TypeOID != rc.TypeOID {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // WaitCommitted waits, when the fact reader can, until source transaction xid is
 // visible to new snapshots, so that facts read for its Relation messages include
 // its own DDL (see SourceFacts.WaitCommitted).
