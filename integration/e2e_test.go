@@ -955,3 +955,32 @@ func TestE2ETypeChanges(t *testing.T) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EGeneratedColumns: stored generated columns, which pgoutput does not
+// send, exist on the target as generated columns and hold the same values,
+// through the snapshot, the stream, an added generated column and a DROP
+// EXPRESSION.
+func TestE2EGeneratedColumns(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE boxes (id int PRIMARY KEY, label text GENERATED ALWAYS AS ('box ' || id) STORED, w int, h int,
+			area int GENERATED ALWAYS AS (w * h) STORED);
+		INSERT INTO boxes (id, w, h) VALUES (1, 2, 3), (2, 4, 5)`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, "INSERT INTO boxes (id, w, h) VALUES (3, 6, 7); UPDATE boxes SET w = 10 WHERE id = 1")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, `ALTER TABLE boxes ADD COLUMN perimeter int GENERATED ALWAYS AS (2 * (w + h)) STORED;
+		INSERT INTO boxes (id, w, h) VALUES (4, 1, 1)`)
+	e.src.Exec(t, "ALTER TABLE boxes ALTER COLUMN area DROP EXPRESSION; UPDATE boxes SET area = -1 WHERE id = 2")
+	e2eSync(t, e, p, 2*time.Minute)
+	if testing.Verbose() {
+		t.Logf("target DDL:\n%s", e.targetLog())
+	}
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(attname || ':' || attgenerated::text, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'public.boxes'::regclass AND attnum > 0 AND NOT attisdropped"); got != "id:,label:s,w:,h:,area:,perimeter:s" {
+		t.Errorf("target columns %s, want id:,label:s,w:,h:,area:,perimeter:s", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

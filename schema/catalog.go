@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
@@ -47,6 +48,10 @@ type ColumnFacts struct {
 	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
+	// Generated is the expression of a stored generated column, "" for other
+	// columns. pgoutput does not send such columns (before PostgreSQL 18):
+	// the target computes them.
+	Generated string
 }
 
 // Catalog caches relations by id from Relation and Type messages plus facts read
@@ -194,6 +199,56 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 		}
 		t.Columns[i] = col
 	}
+	// A message column the catalog does not know by name was renamed since:
+	// it is the catalog's column, missing from the message, with the lowest
+	// attribute number between those of its neighbours in the message
+	// (columns added since have higher numbers than any the message lists;
+	// generated columns are never in a message).
+	taken := map[string]bool{}
+	for i := range t.Columns {
+		if t.Columns[i].Attnum != 0 {
+			continue
+		}
+		var lo, hi int16 = 0, 1<<15 - 1
+		for k := i - 1; k >= 0; k-- {
+			if a := t.Columns[k].Attnum; a != 0 {
+				lo = a
+				break
+			}
+		}
+		for k := i + 1; k < len(t.Columns); k++ {
+			if a := t.Columns[k].Attnum; a != 0 {
+				hi = a
+				break
+			}
+		}
+		best := ""
+		for name, f := range facts.Columns {
+			if taken[name] || f.Generated != "" || t.Column(name) != nil || f.Attnum <= lo || f.Attnum >= hi {
+				continue
+			}
+			if best == "" || f.Attnum < facts.Columns[best].Attnum {
+				best = name
+			}
+		}
+		if best != "" {
+			taken[best] = true
+			t.Columns[i].Attnum = facts.Columns[best].Attnum
+		}
+	}
+	// Stored generated columns, which the message leaves out: of built-in
+	// types (a user type would have to be created for them too). Every other
+	// column the catalog has and the message leaves out is listed without an
+	// expression, which creates nothing and keeps a generated target column
+	// as it is: it may have been generated when the message was sent (DROP
+	// EXPRESSION since), added since, or be outside the publication's column
+	// list.
+	for name, f := range facts.Columns {
+		if f.TypeOID < FirstUserOID && f.TypeName != "" && t.Column(name) == nil && !taken[name] {
+			t.Generated = append(t.Generated, GeneratedColumn{Name: name, TypeName: f.TypeName, Expr: f.Generated, Attnum: f.Attnum})
+		}
+	}
+	sort.Slice(t.Generated, func(i, j int) bool { return t.Generated[i].Attnum < t.Generated[j].Attnum })
 	ordered, err := c.orderTypes(ctx, t, types)
 	if err != nil {
 		return nil, fmt.Errorf("schema: relation %s.%s: %w", rel.Namespace, rel.Name, err)
@@ -341,5 +396,5 @@ func SameDefinition(a, b *Table) bool {
 			return false
 		}
 	}
-	return true
+	return slices.Equal(a.Generated, b.Generated)
 }

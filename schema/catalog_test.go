@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -435,5 +436,31 @@ func TestQualifiedTypeName(t *testing.T) {
 		if got := qualifiedTypeName(c.formatted, c.user, c.ns, c.name); got != c.want {
 			t.Errorf("qualifiedTypeName(%q, %q, %q) = %q, want %q", c.formatted, c.ns, c.name, got, c.want)
 		}
+	}
+}
+
+// Facts newer than the message: the message's "name" is "full_name" in the
+// catalog now, and "nick" was added since; "label" is a generated column.
+// The renamed column takes its attribute number; the added column and the
+// generated one are listed as Generated (the added one without expression).
+func TestCatalogFactsNewerThanMessage(t *testing.T) {
+	f := newFakeFacts()
+	f.tables["app.users"] = TableFacts{Columns: map[string]ColumnFacts{
+		"id":        {TypeName: "integer", TypeOID: 23, Attnum: 1},
+		"full_name": {TypeName: "text", TypeOID: 25, Attnum: 2},
+		"label":     {TypeName: "text", TypeOID: 25, Attnum: 3, Generated: "('u'::text || id)"},
+		"nick":      {TypeName: "text", TypeOID: 25, Attnum: 4},
+	}}
+	c := NewCatalog(f)
+	tbl, _, _, err := c.Apply(context.Background(), usersRelation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.Column("name").Attnum; got != 2 {
+		t.Errorf("renamed column name: attnum %d, want 2 (full_name's)", got)
+	}
+	want := []GeneratedColumn{{Name: "label", TypeName: "text", Expr: "('u'::text || id)", Attnum: 3}, {Name: "nick", TypeName: "text", Attnum: 4}}
+	if !slices.Equal(tbl.Generated, want) {
+		t.Errorf("Generated = %+v, want %+v", tbl.Generated, want)
 	}
 }

@@ -224,6 +224,11 @@ func (d PostgresDialect) checkColumn(t *Table, c *Column) error {
 	return nil
 }
 
+// generatedDef is a stored generated column's definition.
+func (d PostgresDialect) generatedDef(g *GeneratedColumn) string {
+	return d.QuoteIdent(g.Name) + " " + g.TypeName + " GENERATED ALWAYS AS (" + g.Expr + ") STORED"
+}
+
 // columnDef is a column's definition in CREATE TABLE and ADD COLUMN.
 func (d PostgresDialect) columnDef(c *Column) string {
 	def := d.QuoteIdent(c.Name) + " " + c.TypeName
@@ -256,12 +261,25 @@ func (d PostgresDialect) CreateTable(t *Table) ([]string, error) {
 		return nil, errors.New("schema: create table: no table name")
 	}
 	var lines []string
+	// Generated columns go where the source has them, by attribute number.
+	gen := t.Generated
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		if err := d.checkColumn(t, c); err != nil {
 			return nil, err
 		}
+		for c.Attnum > 0 && len(gen) > 0 && gen[0].Attnum < c.Attnum {
+			if gen[0].Expr != "" {
+				lines = append(lines, "\t"+d.generatedDef(&gen[0]))
+			}
+			gen = gen[1:]
+		}
 		lines = append(lines, "\t"+d.columnDef(c))
+	}
+	for i := range gen {
+		if gen[i].Expr != "" {
+			lines = append(lines, "\t"+d.generatedDef(&gen[i]))
+		}
 	}
 	if pk := d.primaryKey(t); pk != "" {
 		lines = append(lines, "\tPRIMARY KEY ("+pk+")")
@@ -388,6 +406,38 @@ END`))
 		if p.NotNull && !c.NotNull {
 			alter("ALTER COLUMN " + col + " DROP NOT NULL")
 		}
+	}
+	// Generated columns: dropped, or dropped and added again when their type
+	// or expression changed (the target computes them anew), or added.
+	prevGen := map[string]GeneratedColumn{}
+	for _, g := range prev.Generated {
+		prevGen[g.Name] = g
+	}
+	newGen := map[string]bool{}
+	for _, g := range t.Generated {
+		newGen[g.Name] = true
+	}
+	for _, g := range prev.Generated {
+		switch {
+		case newGen[g.Name]:
+		case t.Column(g.Name) != nil:
+			// DROP EXPRESSION on the source: an ordinary column now, sent
+			// with its values.
+			alter("ALTER COLUMN " + d.QuoteIdent(g.Name) + " DROP EXPRESSION IF EXISTS")
+		default:
+			alter("DROP COLUMN IF EXISTS " + d.QuoteIdent(g.Name))
+		}
+	}
+	for i := range t.Generated {
+		g := &t.Generated[i]
+		p, had := prevGen[g.Name]
+		if g.Expr == "" || (had && p.TypeName == g.TypeName && p.Expr == g.Expr) {
+			continue
+		}
+		if had {
+			alter("DROP COLUMN IF EXISTS " + d.QuoteIdent(g.Name))
+		}
+		alter("ADD COLUMN IF NOT EXISTS " + d.generatedDef(g))
 	}
 	if prevKey != newKey && newKey != "" {
 		alter("ADD PRIMARY KEY (" + newKey + ")")

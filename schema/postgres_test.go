@@ -219,7 +219,34 @@ func goldenCases() []goldenCase {
 			col("score", "integer", dflt("0"), attnum(4)),
 		)},
 		{name: "alter_unchanged", prev: usersV1, t: usersV1},
+		{name: "create_generated", t: withGenerated(table("public", "boxes", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("w", "integer", attnum(3)),
+			col("h", "integer", attnum(4)),
+		), GeneratedColumn{Name: "label", TypeName: "text", Expr: "('box '::text || id)", Attnum: 2},
+			GeneratedColumn{Name: "area", TypeName: "integer", Expr: "(w * h)", Attnum: 5})},
+		{name: "alter_generated", prev: withGenerated(table("public", "boxes", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("w", "integer", attnum(3)),
+			col("h", "integer", attnum(4)),
+		), GeneratedColumn{Name: "label", TypeName: "text", Expr: "('box '::text || id)", Attnum: 2},
+			GeneratedColumn{Name: "area", TypeName: "integer", Expr: "(w * h)", Attnum: 5},
+			GeneratedColumn{Name: "old", TypeName: "integer", Expr: "(w + 1)", Attnum: 6},
+			GeneratedColumn{Name: "frozen", TypeName: "integer", Expr: "(h + 1)", Attnum: 7}),
+			t: withGenerated(table("public", "boxes", IdentityDefault,
+				col("id", "integer", key, attnum(1)),
+				col("w", "integer", attnum(3)),
+				col("h", "integer", attnum(4)),
+				col("frozen", "integer", attnum(7)),
+			), GeneratedColumn{Name: "label", TypeName: "text", Expr: "('box '::text || id)", Attnum: 2},
+				GeneratedColumn{Name: "area", TypeName: "bigint", Expr: "(w * h)::bigint", Attnum: 5},
+				GeneratedColumn{Name: "depth", TypeName: "integer", Expr: "(w - h)", Attnum: 8})},
 	}
+}
+
+func withGenerated(t *Table, g ...GeneratedColumn) *Table {
+	t.Generated = g
+	return t
 }
 
 // render is what a golden file holds: the statements a sink runs, in order.

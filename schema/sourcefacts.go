@@ -153,7 +153,8 @@ SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypi
            SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m
            JOIN pg_catalog.pg_proc p ON p.oid = m[2]::oid
            WHERE p.provolatile <> 'i')),
-       ` + missing + `
+       ` + missing + `,
+       CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN pg_catalog.pg_get_expr(d.adbin, d.adrelid) ELSE '' END
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `
@@ -172,7 +173,7 @@ ORDER BY a.attnum`
 				f                                     ColumnFacts
 			)
 			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-				&f.NotNull, &f.Default, &f.VolatileDefault, &f.FillValue); err != nil {
+				&f.NotNull, &f.Default, &f.VolatileDefault, &f.FillValue, &f.Generated); err != nil {
 				rows.Close()
 				return err
 			}

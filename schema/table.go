@@ -97,6 +97,16 @@ type Column struct {
 	FillValue string
 }
 
+// GeneratedColumn is a stored generated column of the source table.
+type GeneratedColumn struct {
+	Name     string
+	TypeName string
+	// Expr is pg_get_expr of the generation expression; "" when unknown (see
+	// Catalog.build): such an entry creates nothing and keeps what exists.
+	Expr   string
+	Attnum int16
+}
+
 // Table is a source relation as pgrelay replicates it.
 type Table struct {
 	RelationID      uint32
@@ -104,6 +114,10 @@ type Table struct {
 	Name            string
 	ReplicaIdentity byte
 	Columns         []Column
+	// Generated are the source's stored generated columns, which pgoutput
+	// does not send: the target table has them as generated columns too, and
+	// computes them. By attribute number.
+	Generated []GeneratedColumn
 	// Types are the user-defined types the columns need (their own types and,
 	// recursively, domain bases, array elements, composite attributes, range
 	// subtypes), dependencies first: the order to create them on a target.
