@@ -229,7 +229,7 @@ func stringList(val any) ([]string, error) {
 	switch x := val.(type) {
 	case nil:
 	case string:
-		parts = strings.Split(x, ",")
+		parts = splitOutsideQuotes(x)
 	case []any:
 		for _, e := range x {
 			s, ok := e.(string)
@@ -250,6 +250,25 @@ func stringList(val any) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// splitOutsideQuotes splits s at the commas that are not inside a double
+// quoted identifier: public."a,b",s.c is two entries.
+func splitOutsideQuotes(s string) []string {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			quoted = !quoted // "" inside quotes toggles twice: still quoted
+		case ',':
+			if !quoted {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
 }
 
 // slotNameRE is what the server accepts as a slot name. Publication names

@@ -377,3 +377,16 @@ func TestUnknownSettings(t *testing.T) {
 		t.Fatalf("unknownSettings = %q", got)
 	}
 }
+
+func TestTablesWithCommas(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PGRELAY_SOURCE_URL", "postgres://u@h/db")
+	t.Setenv("PGRELAY_TABLES", `public."a,b", "S"."X,""Y""" ,s.c`)
+	cfg, err := loadValidated(t, needSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Tables, "|"); got != `public."a,b"|"S"."X,""Y"""|s.c` {
+		t.Fatalf("tables %q", got)
+	}
+}
