@@ -984,3 +984,40 @@ func TestE2EGeneratedColumns(t *testing.T) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EMigrateSequences: migrate ends by giving the target the sequences of
+// serial and identity columns with the source's values, so that rows inserted
+// on the target after a cutover get the next values, not duplicates.
+func TestE2EMigrateSequences(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE sq_serial (id serial PRIMARY KEY, v text);
+		CREATE TABLE sq_ident (id bigint GENERATED ALWAYS AS IDENTITY (START WITH 100 INCREMENT BY 10) PRIMARY KEY, v text);
+		CREATE TABLE sq_unused (id bigserial PRIMARY KEY);
+		INSERT INTO sq_serial (v) SELECT 'a' FROM generate_series(1, 5);
+		INSERT INTO sq_ident (v) VALUES ('a'), ('b')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "sequences set", 0)
+	next := func(table string) string {
+		return e.tgt.QueryString(t, "INSERT INTO public."+table+" DEFAULT VALUES RETURNING id::text")
+	}
+	if got := next("sq_serial"); got != "6" {
+		t.Errorf("next sq_serial id on the target %s, want 6", got)
+	}
+	if got := next("sq_ident"); got != "120" {
+		t.Errorf("next sq_ident id on the target %s, want 120", got)
+	}
+	if got := next("sq_unused"); got != "1" {
+		t.Errorf("next sq_unused id on the target %s, want 1", got)
+	}
+	// Target rows of our own are in the way of a compare: take them out.
+	e.tgt.Exec(t, "DELETE FROM public.sq_serial WHERE id = 6; DELETE FROM public.sq_ident WHERE id = 120; DELETE FROM public.sq_unused")
+	// A second migrate moves them on.
+	e.src.Exec(t, "INSERT INTO sq_serial (v) SELECT 'b' FROM generate_series(1, 10); INSERT INTO sq_ident (v) VALUES ('c')")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "sequences set", 0)
+	e2eCompare(t, e)
+	if got := next("sq_serial"); got != "16" {
+		t.Errorf("after the second migrate, next sq_serial id on the target %s, want 16", got)
+	}
+	if got := next("sq_ident"); got != "130" {
+		t.Errorf("after the second migrate, next sq_ident id on the target %s, want 130", got)
+	}
+}

@@ -228,3 +228,10 @@ type SeedStore interface {
 	// pgrelay's metadata schema itself when no other slot uses it.
 	Teardown(ctx context.Context, slot string) error
 }
+
+// SequenceSetter is the capability to give the target the sequences of the
+// replicated tables' serial and identity columns, with the source's values:
+// the last step of a migration, since pgoutput carries no sequence changes.
+type SequenceSetter interface {
+	SetSequences(ctx context.Context, seqs []source.Sequence) error
+}

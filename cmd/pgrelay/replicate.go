@@ -355,6 +355,10 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		return applyErr
 	}
 	if caughtUp.Load() {
+		if err := setSequences(ctx, e, tgt, srcConn); err != nil {
+			log.Error("stopped", "durable_lsn", durable.String(), "error", err.Error())
+			return err
+		}
 		// Every transaction before the marker is durable on the target.
 		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", target.String())
 		fmt.Fprintf(e.stdout, "caught up: the target holds every source transaction committed before %s\n", target)
@@ -423,4 +427,36 @@ func randomToken() string {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// setSequences ends a migration: pgoutput carries no sequence changes, so
+// the sequences of the published tables' serial and identity columns get the
+// source's values now, read after everything up to the marker was applied (a
+// value read later is never behind the rows). A sequence the role may not
+// read is left out, with a warning naming the GRANT that lets it.
+func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) error {
+	setter, ok := tgt.(sink.SequenceSetter)
+	if !ok {
+		return nil
+	}
+	seqs, err := source.ReadSequences(ctx, srcConn, e.cfg.Publication)
+	if err != nil {
+		return err
+	}
+	var readable []source.Sequence
+	for _, q := range seqs {
+		if !q.Readable {
+			e.log.Warn("sequence not set on the target: the source role may not read it",
+				"sequence", q.Schema+"."+q.Name, "fix", fmt.Sprintf("GRANT SELECT ON SEQUENCE %s TO <the source role>", pgx.Identifier{q.Schema, q.Name}.Sanitize()))
+			continue
+		}
+		readable = append(readable, q)
+	}
+	if err := setter.SetSequences(ctx, readable); err != nil {
+		return err
+	}
+	if len(readable) > 0 {
+		e.log.Info("sequences set", "count", len(readable))
+	}
+	return nil
 }

@@ -1,0 +1,68 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Sequence is a sequence behind a column of a published table: a serial
+// column's (owned by it) or an identity column's. pgoutput carries no
+// sequence changes; a migration sets them on the target at the end.
+type Sequence struct {
+	Schema, Name string // the sequence
+	// Table and Column are the column it belongs to.
+	TableSchema, Table, Column string
+	Identity                   bool // an identity column's sequence, else owned (serial)
+	// Nextval is true when the column's default is nextval() of it.
+	Nextval bool
+	// TypeName, Start, Increment, Min, Max, Cache and Cycle are its
+	// definition (pg_sequence).
+	TypeName                          string
+	Start, Increment, Min, Max, Cache int64
+	Cycle                             bool
+	// Readable is false when the role may not read its value.
+	Readable bool
+	// Called tells whether nextval was ever called; LastValue is then the
+	// value it last returned.
+	Called    bool
+	LastValue int64
+}
+
+// ReadSequences lists the sequences of the columns of the tables in
+// publication, with their current values.
+func ReadSequences(ctx context.Context, conn *pgx.Conn, publication string) ([]Sequence, error) {
+	rows, err := conn.Query(ctx, `
+SELECT sn.nspname::text, s.relname::text, tn.nspname::text, t.relname::text, a.attname::text, d.deptype = 'i',
+       coalesce(pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) LIKE 'nextval(%', false),
+       pg_catalog.format_type(sq.seqtypid, NULL), sq.seqstart, sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqcache, sq.seqcycle,
+       pg_catalog.has_sequence_privilege(s.oid, 'SELECT'), ps.last_value IS NOT NULL, coalesce(ps.last_value, 0)
+FROM pg_catalog.pg_publication_tables pt
+JOIN pg_catalog.pg_namespace tn ON tn.nspname = pt.schemaname
+JOIN pg_catalog.pg_class t ON t.relnamespace = tn.oid AND t.relname = pt.tablename
+JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid = t.oid
+	AND d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.deptype IN ('a', 'i')
+JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
+JOIN pg_catalog.pg_sequence sq ON sq.seqrelid = s.oid
+JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
+LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = t.oid AND ad.adnum = a.attnum
+LEFT JOIN pg_catalog.pg_sequences ps ON ps.schemaname = sn.nspname AND ps.sequencename = s.relname
+WHERE pt.pubname = $1
+ORDER BY 1, 2`, publication)
+	if err != nil {
+		return nil, fmt.Errorf("source: read the sequences of publication %q: %w", publication, err)
+	}
+	var out []Sequence
+	var q Sequence
+	_, err = pgx.ForEachRow(rows, []any{&q.Schema, &q.Name, &q.TableSchema, &q.Table, &q.Column, &q.Identity, &q.Nextval,
+		&q.TypeName, &q.Start, &q.Increment, &q.Min, &q.Max, &q.Cache, &q.Cycle, &q.Readable, &q.Called, &q.LastValue}, func() error {
+		out = append(out, q)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("source: read the sequences of publication %q: %w", publication, err)
+	}
+	return out, nil
+}
