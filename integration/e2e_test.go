@@ -733,6 +733,12 @@ func TestE2EStatusTables(t *testing.T) {
 	if out := strings.Join(text.out.all(), "\n"); !strings.Contains(out, "public.st_later") || !strings.Contains(out, "replicated") {
 		t.Errorf("status text does not list public.st_later as replicated:\n%s", out)
 	}
+	// A slot with nothing applied has no lag to report, not the whole WAL.
+	other := *e
+	other.slot = e.slot + "_none"
+	if st, raw := other.status(t); st.Slot.Exists || st.AppliedLSN != "0/0" || st.LagBytes != 0 {
+		t.Errorf("status of a slot with nothing applied:\n%s", raw)
+	}
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
