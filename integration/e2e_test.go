@@ -749,7 +749,11 @@ func TestE2EStatusTables(t *testing.T) {
 // included, write ISO dates and postgres-style intervals, so the target reads
 // the same values, in the snapshot and in the stream.
 func TestE2ESourceDateStyle(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2ESourceDateStyle)
+}
+
+func testE2ESourceDateStyle(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, "ALTER DATABASE "+pgx.Identifier{e.src.DB}.Sanitize()+" SET datestyle = 'SQL, DMY'")
 	e.src.Exec(t, "ALTER DATABASE "+pgx.Identifier{e.src.DB}.Sanitize()+" SET intervalstyle = 'sql_standard'")
 	e.src.Exec(t, `CREATE TABLE styled (id int PRIMARY KEY, d date, ts timestamp, iv interval, dr daterange, da date[]);
@@ -776,7 +780,11 @@ func TestE2ESourceDateStyle(t *testing.T) {
 // reads is today's; the insert it applies is older: the target column must
 // not refuse it.
 func TestE2ENotNullAddedLater(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2ENotNullAddedLater)
+}
+
+func testE2ENotNullAddedLater(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, "CREATE TABLE nn (id int PRIMARY KEY, x int); INSERT INTO nn VALUES (1, 1)")
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e.src.Exec(t, "INSERT INTO nn VALUES (2, NULL); UPDATE nn SET x = 0 WHERE x IS NULL; ALTER TABLE nn ALTER COLUMN x SET NOT NULL; ALTER TABLE nn ADD COLUMN y int NOT NULL DEFAULT 7; INSERT INTO nn VALUES (3, 3, 3)")
@@ -846,7 +854,11 @@ func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {
 // float8 0 and -0, interval '1 day' and '24:00:00', jsonb 1.0 and 1.00) are
 // told apart: the row the source changed is the one changed on the target.
 func TestE2EFullIdentityEqualNotIdentical(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2EFullIdentityEqualNotIdentical)
+}
+
+func testE2EFullIdentityEqualNotIdentical(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, `CREATE TABLE fe (n numeric, f float8, iv interval, j jsonb, tag text);
 		ALTER TABLE fe REPLICA IDENTITY FULL;
 		INSERT INTO fe VALUES (1.00, 1, '1 day', '{"a": 1.00}', 'x'), (1.0, 1, '1 day', '{"a": 1.00}', 'x'),
@@ -867,7 +879,11 @@ func TestE2EFullIdentityEqualNotIdentical(t *testing.T) {
 // commit) arrives row by row; the target's constraint is deferrable too and
 // checked at commit.
 func TestE2EDeferrableUnique(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2EDeferrableUnique)
+}
+
+func testE2EDeferrableUnique(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, `CREATE TABLE dq (id int PRIMARY KEY, pos int, CONSTRAINT dq_pos UNIQUE (pos) DEFERRABLE INITIALLY IMMEDIATE);
 		CREATE TABLE dd (id int PRIMARY KEY, pos int, CONSTRAINT dd_pos UNIQUE (pos) DEFERRABLE INITIALLY DEFERRED);
 		INSERT INTO dq SELECT i, i FROM generate_series(1, 20) i;
@@ -926,7 +942,11 @@ func TestE2ETableRenamedWhileStopped(t *testing.T) {
 // message names the old column, which the source catalog no longer knows; the
 // rename must still keep the column's values.
 func TestE2EColumnRenamedWhileBehind(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2EColumnRenamedWhileBehind)
+}
+
+func testE2EColumnRenamedWhileBehind(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, "CREATE TABLE rn (id int PRIMARY KEY, v text); INSERT INTO rn SELECT g, 'val' || g FROM generate_series(1, 3) g")
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e.src.Exec(t, `ALTER TABLE rn ADD COLUMN c int; INSERT INTO rn VALUES (4, 'val4', 4);
@@ -939,7 +959,11 @@ func TestE2EColumnRenamedWhileBehind(t *testing.T) {
 // domain's CHECK is relaxed on the source, with pgrelay stopped and while it
 // runs; rows that need the new definitions reach the target.
 func TestE2ETypeChanges(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2ETypeChanges)
+}
+
+func testE2ETypeChanges(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, `CREATE TYPE tc_pair AS (x int, y text); CREATE DOMAIN tc_pos AS int CHECK (VALUE > 0);
 		CREATE TABLE tc (id int PRIMARY KEY, p tc_pair, n tc_pos); INSERT INTO tc VALUES (1, ROW(1, 'q'), 1)`)
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
@@ -967,7 +991,11 @@ func TestE2ETypeChanges(t *testing.T) {
 // through the snapshot, the stream, an added generated column and a DROP
 // EXPRESSION.
 func TestE2EGeneratedColumns(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2EGeneratedColumns)
+}
+
+func testE2EGeneratedColumns(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, `CREATE TABLE boxes (id int PRIMARY KEY, label text GENERATED ALWAYS AS ('box ' || id) STORED, w int, h int,
 			area int GENERATED ALWAYS AS (w * h) STORED);
 		INSERT INTO boxes (id, w, h) VALUES (1, 2, 3), (2, 4, 5)`)
@@ -995,7 +1023,11 @@ func TestE2EGeneratedColumns(t *testing.T) {
 // serial and identity columns with the source's values, so that rows inserted
 // on the target after a cutover get the next values, not duplicates.
 func TestE2EMigrateSequences(t *testing.T) {
-	e := e2ePair(t, 15)
+	e2eEachMajor(t, testE2EMigrateSequences)
+}
+
+func testE2EMigrateSequences(t *testing.T, major int) {
+	e := e2ePair(t, major)
 	e.src.Exec(t, `CREATE TABLE sq_serial (id serial PRIMARY KEY, v text);
 		CREATE TABLE sq_ident (id bigint GENERATED ALWAYS AS IDENTITY (START WITH 100 INCREMENT BY 10) PRIMARY KEY, v text);
 		CREATE TABLE sq_unused (id bigserial PRIMARY KEY);
