@@ -569,6 +569,13 @@ func testE2EDDLWhileBehind(t *testing.T, major int) {
 			"INSERT INTO behind VALUES (52, 52)",
 			"UPDATE behind SET w = w + 1000 WHERE id <= 3",
 		}},
+		{"dropped and added column", []string{
+			"INSERT INTO behind VALUES (51, 51)",
+			"ALTER TABLE behind DROP COLUMN v",
+			"ALTER TABLE behind ADD COLUMN w int",
+			"INSERT INTO behind VALUES (52, 52)",
+			"UPDATE behind SET w = -1 WHERE id = 1",
+		}},
 		{"changed default", []string{
 			"ALTER TABLE behind ADD COLUMN n int DEFAULT 1",
 			"INSERT INTO behind (id, v) VALUES (51, 51)",

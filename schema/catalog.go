@@ -199,43 +199,6 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 		}
 		t.Columns[i] = col
 	}
-	// A message column the catalog does not know by name was renamed since:
-	// it is the catalog's column, missing from the message, with the lowest
-	// attribute number between those of its neighbours in the message
-	// (columns added since have higher numbers than any the message lists;
-	// generated columns are never in a message).
-	taken := map[string]bool{}
-	for i := range t.Columns {
-		if t.Columns[i].Attnum != 0 {
-			continue
-		}
-		var lo, hi int16 = 0, 1<<15 - 1
-		for k := i - 1; k >= 0; k-- {
-			if a := t.Columns[k].Attnum; a != 0 {
-				lo = a
-				break
-			}
-		}
-		for k := i + 1; k < len(t.Columns); k++ {
-			if a := t.Columns[k].Attnum; a != 0 {
-				hi = a
-				break
-			}
-		}
-		best := ""
-		for name, f := range facts.Columns {
-			if taken[name] || f.Generated != "" || t.Column(name) != nil || f.Attnum <= lo || f.Attnum >= hi {
-				continue
-			}
-			if best == "" || f.Attnum < facts.Columns[best].Attnum {
-				best = name
-			}
-		}
-		if best != "" {
-			taken[best] = true
-			t.Columns[i].Attnum = facts.Columns[best].Attnum
-		}
-	}
 	// Stored generated columns, which the message leaves out: of built-in
 	// types (a user type would have to be created for them too). Every other
 	// column the catalog has and the message leaves out is listed without an
@@ -244,7 +207,7 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 	// EXPRESSION since), added since, or be outside the publication's column
 	// list.
 	for name, f := range facts.Columns {
-		if f.TypeOID < FirstUserOID && f.TypeName != "" && t.Column(name) == nil && !taken[name] {
+		if f.TypeOID < FirstUserOID && f.TypeName != "" && t.Column(name) == nil {
 			t.Generated = append(t.Generated, GeneratedColumn{Name: name, TypeName: f.TypeName, Expr: f.Generated, Attnum: f.Attnum})
 		}
 	}
@@ -396,5 +359,17 @@ func SameDefinition(a, b *Table) bool {
 			return false
 		}
 	}
-	return slices.Equal(a.Generated, b.Generated)
+	// Entries without an expression create nothing (see Catalog.build): they
+	// matter to AlterTable only next to an entry with one.
+	return slices.Equal(withExpr(a.Generated), withExpr(b.Generated))
+}
+
+func withExpr(gs []GeneratedColumn) []GeneratedColumn {
+	var out []GeneratedColumn
+	for _, g := range gs {
+		if g.Expr != "" {
+			out = append(out, g)
+		}
+	}
+	return out
 }
