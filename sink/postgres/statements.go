@@ -51,11 +51,16 @@ var equalNotIdenticalTypes = map[uint32]bool{
 // identityByText reports whether column c, compared with its equality
 // operator under REPLICA IDENTITY FULL, must also be compared by text form.
 func identityByText(c *schema.Column) bool {
-	oid := c.TypeOID
-	if c.Type != nil && c.Type.Category == schema.CategoryDomain {
-		oid = c.Type.BaseOID
-	}
+	oid := valueTypeOID(c)
 	return oid >= firstUserOID || equalNotIdenticalTypes[oid]
+}
+
+// valueTypeOID is the type of c's values: a domain's base type, else c's own.
+func valueTypeOID(c *schema.Column) uint32 {
+	if c.Type != nil && c.Type.Category == schema.CategoryDomain {
+		return c.Type.BaseOID
+	}
+	return c.TypeOID
 }
 
 // firstUserOID is PostgreSQL's FirstNormalObjectId: OIDs below it are built in
@@ -65,11 +70,7 @@ const firstUserOID = 16384
 // textCompareOID returns the built-in type to declare for a parameter compared
 // by text form, 0 when the column compares with its own equality operator.
 func textCompareOID(c *schema.Column) uint32 {
-	oid := c.TypeOID
-	if c.Type != nil && c.Type.Category == schema.CategoryDomain {
-		oid = c.Type.BaseOID
-	}
-	if textCompareTypes[oid] {
+	if oid := valueTypeOID(c); textCompareTypes[oid] {
 		return oid
 	}
 	return 0
