@@ -155,7 +155,7 @@ func readConfigFile(path string) (map[string]any, error) {
 	out := make(map[string]any)
 	for _, k := range f.AllKeys() {
 		key := strings.TrimPrefix(strings.ToLower(k), strings.ToLower(envPrefix)+"_")
-		if !slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return s.key == key }) {
+		if !isSetting(key) {
 			return nil, fmt.Errorf("config file %s has unknown setting %q; known settings are %s", path, k, knownSettings())
 		}
 		out[key] = f.Get(k)
@@ -177,12 +177,18 @@ func unknownSettings(environ []string) []string {
 			slices.ContainsFunc(scriptVariables, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
-		if !slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return envName(s.key) == name }) {
+		// The environment is read in upper case only: PGRELAY_slot is no setting.
+		if key := strings.ToLower(strings.TrimPrefix(name, envPrefix+"_")); !isSetting(key) || envName(key) != name {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isSetting reports whether key (lower case, without the prefix) is a setting.
+func isSetting(key string) bool {
+	return slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return s.key == key })
 }
 
 func knownSettings() string {

@@ -372,8 +372,8 @@ func TestConfigTargetKeyValue(t *testing.T) {
 }
 
 func TestUnknownSettings(t *testing.T) {
-	got := unknownSettings([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1", "PGRELAY_CACHE=/c", "PGRELAY_E2E_SEED=1"})
-	if strings.Join(got, ",") != "PGRELAY_A,PGRELAY_SLOTT" {
+	got := unknownSettings([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1", "PGRELAY_CACHE=/c", "PGRELAY_E2E_SEED=1", "PGRELAY_slot=b"})
+	if strings.Join(got, ",") != "PGRELAY_A,PGRELAY_SLOTT,PGRELAY_slot" {
 		t.Fatalf("unknownSettings = %q", got)
 	}
 }
