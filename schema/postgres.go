@@ -146,10 +146,10 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		END IF;
 `)
 			}
-			orElse = `		FOR r IN SELECT a.attname::pg_catalog.text AS conname, '' AS def FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+			orElse = `		FOR r IN SELECT a.attname::pg_catalog.text AS attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
 			WHERE t.oid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND a.attnum > 0 AND NOT a.attisdropped
 			AND a.attname::pg_catalog.text <> ALL (ARRAY[` + strings.Join(names, ", ") + `]::pg_catalog.text[]) LOOP
-			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', ` + quoteLiteral(name) + `, r.conname);
+			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', ` + quoteLiteral(name) + `, r.attname);
 		END LOOP;
 ` + add.String()
 		case CategoryRange:

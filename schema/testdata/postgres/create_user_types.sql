@@ -97,10 +97,10 @@ BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'address') THEN
 		CREATE TYPE "app"."address" AS ("street" text, "zip" ref.code, "Floor No" app.posint);
 	ELSE
-		FOR r IN SELECT a.attname::pg_catalog.text AS conname, '' AS def FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
+		FOR r IN SELECT a.attname::pg_catalog.text AS attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
 			WHERE t.oid = '"app"."address"'::pg_catalog.regtype AND a.attnum > 0 AND NOT a.attisdropped
 			AND a.attname::pg_catalog.text <> ALL (ARRAY['street', 'zip', 'Floor No']::pg_catalog.text[]) LOOP
-			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', '"app"."address"', r.conname);
+			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', '"app"."address"', r.attname);
 		END LOOP;
 		IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
 			WHERE t.oid = '"app"."address"'::pg_catalog.regtype AND a.attname = 'street' AND a.attnum > 0 AND NOT a.attisdropped) THEN
