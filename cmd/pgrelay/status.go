@@ -50,8 +50,9 @@ type tableState struct {
 }
 
 // addStreamedTables adds the published tables the snapshot did not copy: those
-// that appeared after it, or all of them with PGRELAY_SNAPSHOT=never.
-func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, hasMeta bool, r *statusReport) error {
+// that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
+// are the tables the target holds a definition of (pgrelay.relation).
+func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[string]bool, r *statusReport) error {
 	listed := map[string]bool{}
 	for _, t := range r.Tables {
 		listed[t.Table] = true
@@ -61,39 +62,20 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, hasMeta 
 	if err != nil {
 		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
 	}
-	var published []string
 	var schemaName, name string
 	if _, err := pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
-		published = append(published, schemaName+"."+name)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
-	}
-	known := map[string]bool{}
-	if hasMeta {
-		if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
-			rows, err := c.Query(ctx, "SELECT schema, name FROM pgrelay.relation")
-			if err != nil {
-				return err
-			}
-			_, err = pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
-				known[schemaName+"."+name] = true
-				return nil
-			})
-			return err
-		}); err != nil {
-			return fmt.Errorf("target: read pgrelay.relation: %w", err)
-		}
-	}
-	for _, t := range published {
+		t := schemaName + "." + name
 		if listed[t] {
-			continue
+			return nil
 		}
 		state := "waiting"
 		if known[t] {
 			state = "replicated"
 		}
 		r.Tables = append(r.Tables, tableState{Table: t, State: state})
+		return nil
+	}); err != nil {
+		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
 	}
 	return nil
 }
@@ -130,8 +112,21 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 
 	// A target pgrelay never wrote to has no metadata: report it unseeded.
 	var hasMeta bool
+	known := map[string]bool{} // tables the target holds a definition of
 	if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta)
+		if err := c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta); err != nil || !hasMeta {
+			return err
+		}
+		rows, err := c.Query(ctx, "SELECT schema || '.' || name FROM pgrelay.relation")
+		if err != nil {
+			return fmt.Errorf("read pgrelay.relation: %w", err)
+		}
+		var name string
+		_, err = pgx.ForEachRow(rows, []any{&name}, func() error {
+			known[name] = true
+			return nil
+		})
+		return err
 	}); err != nil {
 		return err
 	}
@@ -156,7 +151,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			r.Tables = append(r.Tables, tableState{Table: st.Schema + "." + st.Name, State: st.State, Rows: st.Rows, Bytes: st.Bytes, Copied: true})
 		}
 	}
-	if err := addStreamedTables(ctx, cfg, src, hasMeta, &r); err != nil {
+	if err := addStreamedTables(ctx, cfg, src, known, &r); err != nil {
 		return err
 	}
 	r.AppliedLSN = p.LSN.String()
