@@ -649,11 +649,14 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 	if a.cur != nil && a.cur.buf != nil {
 		return a.cur.buf.addRelation(m, lsn)
 	}
+	if a.cur != nil && a.cur.skip {
+		return a.installRelation(ctx, lsn, m)
+	}
 	var xid uint32
 	if a.cur != nil {
 		xid = a.cur.xid
 	}
-	return a.ensureRelation(ctx, lsn, xid, m, !a.inGroupTxn() && (a.cur == nil || a.cur.skip))
+	return a.ensureRelation(ctx, lsn, xid, m, !a.inGroupTxn() && a.cur == nil)
 }
 
 // commitWaiter is the optional capability of a Catalog to wait until a source
@@ -1018,8 +1021,20 @@ func (a *Applier) installRelations(ctx context.Context, buf *txnBuffer) error {
 		if rec.kind != recRelation {
 			return nil
 		}
-		return a.ensureRelation(ctx, rec.lsn, buf.xid, rec.relation, true)
+		return a.installRelation(ctx, rec.lsn, rec.relation)
 	})
+}
+
+// installRelation installs a Relation message of a transaction the target
+// already has, DDL included, without touching the target: for a prepared one
+// the DDL holds the table's lock there until COMMIT PREPARED, and running it
+// again would wait for that forever. Later changes rely on the relation as
+// sent.
+func (a *Applier) installRelation(ctx context.Context, lsn source.LSN, rel *source.Relation) error {
+	if _, _, _, err := a.cat.Apply(ctx, rel); err != nil {
+		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+	}
+	return nil
 }
 
 // applyBuffered applies a buffered transaction as one source transaction of the

@@ -1066,3 +1066,52 @@ func testE2EMigrateSequences(t *testing.T, major int) {
 		t.Errorf("after the second migrate, next sq_ident id on the target %s, want 130", got)
 	}
 }
+
+// TestE2EPreparedDDLRestart: pgrelay is killed while the target holds a
+// prepared transaction that altered and truncated a table (which holds the
+// table's lock until COMMIT PREPARED, on both servers). The restart reads the
+// table's facts and gets the prepared transaction's body again: neither may
+// wait for that lock.
+func TestE2EPreparedDDLRestart(t *testing.T) {
+	e2eEachMajor(t, testE2EPreparedDDLRestart)
+}
+
+func testE2EPreparedDDLRestart(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE pr (id int PRIMARY KEY, v text DEFAULT 'x', g int GENERATED ALWAYS AS (id * 2) STORED); INSERT INTO pr SELECT g, 'v' || g FROM generate_series(1, 5) g")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+	conn := e.src.Conn(t)
+	ctx := e2eCtx(t, 5*time.Minute)
+	for _, sql := range []string{"BEGIN", "ALTER TABLE pr ADD COLUMN n int", "INSERT INTO pr (id, n) VALUES (6, 6)",
+		"PREPARE TRANSACTION 'pr1'"} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	p.kill()
+	e.src.Exec(t, "CREATE TABLE other (id int PRIMARY KEY); INSERT INTO other VALUES (1)")
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "COMMIT PREPARED 'pr1'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	// TRUNCATE in a prepared transaction, killed in between.
+	for _, sql := range []string{"BEGIN", "TRUNCATE pr", "INSERT INTO pr (id) VALUES (7)", "PREPARE TRANSACTION 'pr2'"} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	p.kill()
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "COMMIT PREPARED 'pr2'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // SourceFacts reads facts from the source's pg_catalog over a normal (not
@@ -130,8 +131,40 @@ func (s *SourceFacts) WaitCommitted(ctx context.Context, xid uint32) error {
 
 // TableFacts implements FactReader.
 func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (TableFacts, error) {
+	facts, err := s.tableFacts(ctx, schema, table, true)
+	if isLockTimeout(err) {
+		// A transaction holds a lock that blocks reading the table's
+		// generated column expressions: a prepared transaction that altered
+		// or truncated it can hold it for hours. The expressions are left
+		// out ("": keep the target's generated columns as they are).
+		facts, err = s.tableFacts(ctx, schema, table, false)
+	}
+	return facts, err
+}
+
+// exprLockTimeout bounds the wait for the lock pg_get_expr takes on a table
+// when an expression names its columns.
+const exprLockTimeout = "200ms"
+
+func isLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// tableFacts reads schema.table's facts; withGenerated says whether to
+// deparse the expressions of generated columns, which takes a lock on the table
+// (an ACCESS SHARE, waited for at most exprLockTimeout). Column defaults never
+// name columns and are deparsed without it.
+func (s *SourceFacts) tableFacts(ctx context.Context, schema, table string, withGenerated bool) (TableFacts, error) {
 	facts := TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}
 	err := s.inTx(ctx, fmt.Sprintf("read columns of %s.%s", schema, table), func(tx pgx.Tx) error {
+		generatedExpr := "''"
+		if withGenerated {
+			if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config('lock_timeout', '`+exprLockTimeout+`', true)`); err != nil {
+				return err
+			}
+			generatedExpr = "pg_catalog.pg_get_expr(d.adbin, d.adrelid)"
+		}
 		generated := "false"
 		if s.serverVersion >= 120000 {
 			generated = "a.attgenerated <> ''"
@@ -147,14 +180,14 @@ func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (Tab
 		query := `
 SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod") + `,
        a.attnotnull,
-       CASE WHEN d.adbin IS NULL OR ` + generated + ` THEN '' ELSE pg_catalog.pg_get_expr(d.adbin, d.adrelid) END,
+       CASE WHEN d.adbin IS NULL OR ` + generated + ` THEN '' ELSE pg_catalog.pg_get_expr(d.adbin, 0) END,
        d.adbin IS NOT NULL AND NOT ` + generated + ` AND (
          d.adbin::text ~ $3 OR EXISTS (
            SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m
            JOIN pg_catalog.pg_proc p ON p.oid = m[2]::oid
            WHERE p.provolatile <> 'i')),
        ` + missing + `,
-       CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN pg_catalog.pg_get_expr(d.adbin, d.adrelid) ELSE '' END
+       CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN ` + generatedExpr + ` ELSE '' END
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `

@@ -33,9 +33,12 @@ type Sequence struct {
 // ReadSequences lists the sequences of the columns of the tables in
 // publication, with their current values.
 func ReadSequences(ctx context.Context, conn *pgx.Conn, publication string) ([]Sequence, error) {
+	// pg_get_expr(…, 0): given the table's OID it would lock the table, and a
+	// prepared transaction that altered or truncated it holds that lock until
+	// COMMIT PREPARED. A default never names a column (checked: no Var).
 	rows, err := conn.Query(ctx, `
 SELECT sn.nspname::text, s.relname::text, tn.nspname::text, t.relname::text, a.attname::text, d.deptype = 'i',
-       coalesce(pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) LIKE 'nextval(%', false),
+       coalesce(CASE WHEN pg_catalog.strpos(ad.adbin::text, '{VAR ') = 0 THEN pg_catalog.pg_get_expr(ad.adbin, 0) END LIKE 'nextval(%', false),
        pg_catalog.format_type(sq.seqtypid, NULL), sq.seqstart, sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqcache, sq.seqcycle,
        pg_catalog.has_sequence_privilege(s.oid, 'SELECT'), ps.last_value IS NOT NULL, coalesce(ps.last_value, 0)
 FROM pg_catalog.pg_publication_tables pt
