@@ -40,6 +40,8 @@ const (
 	keyTailBinary     = "tail_binary"
 	keyCopyWorkers    = "copy_workers"
 	keyKeepOrder      = "keep_order"
+	keyVerifyChunk    = "verify_chunk_rows"
+	keyVerifyWait     = "verify_wait"
 )
 
 // settingDefaults lists every setting with its default ("" = none). It is the
@@ -60,6 +62,8 @@ var settingDefaults = []struct{ key, def string }{
 	{keyTailBinary, "false"},
 	{keyCopyWorkers, "0"},
 	{keyKeepOrder, "false"},
+	{keyVerifyChunk, "0"},
+	{keyVerifyWait, "30s"},
 }
 
 // envName is the environment variable that sets key.
@@ -92,6 +96,13 @@ type Config struct {
 	// KeepOrder applies each target transaction's changes in source order
 	// instead of table by table (PGRELAY_KEEP_ORDER).
 	KeepOrder bool
+	// VerifyChunkRows is the rows per chunk `pgrelay verify` compares
+	// (PGRELAY_VERIFY_CHUNK_ROWS; 0 = chosen per table).
+	VerifyChunkRows int64
+	// VerifyWait bounds how long `pgrelay verify` waits, per differing chunk,
+	// for a running replica to apply past the source's position
+	// (PGRELAY_VERIFY_WAIT).
+	VerifyWait time.Duration
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -99,6 +110,8 @@ type Config struct {
 	rawTailBinary     string
 	rawCopyWorkers    string
 	rawKeepOrder      string
+	rawVerifyChunk    string
+	rawVerifyWait     string
 }
 
 // need says which settings a command requires to be present.
@@ -225,6 +238,8 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawTailBinary:     v.GetString(keyTailBinary),
 		rawCopyWorkers:    v.GetString(keyCopyWorkers),
 		rawKeepOrder:      v.GetString(keyKeepOrder),
+		rawVerifyChunk:    v.GetString(keyVerifyChunk),
+		rawVerifyWait:     v.GetString(keyVerifyWait),
 	}, nil
 }
 
@@ -378,6 +393,25 @@ func (c *Config) Validate(n need) error {
 		return fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers)
 	}
 	c.CopyWorkers = w
+
+	raw = strings.TrimSpace(c.rawVerifyChunk)
+	if raw == "" {
+		raw = defaultOf(keyVerifyChunk)
+	}
+	rows, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || rows < 0 || rows > 10_000_000 {
+		return fmt.Errorf("%s=%q: expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table", envName(keyVerifyChunk), c.rawVerifyChunk)
+	}
+	c.VerifyChunkRows = rows
+
+	raw = strings.TrimSpace(c.rawVerifyWait)
+	if raw == "" {
+		raw = defaultOf(keyVerifyWait)
+	}
+	if d, err = time.ParseDuration(raw); err != nil || d < 0 || d > time.Hour {
+		return fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait)
+	}
+	c.VerifyWait = d
 	return nil
 }
 

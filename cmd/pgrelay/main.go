@@ -43,6 +43,9 @@ type command struct {
 	needs   need
 	options []string // the arguments it takes; anything else is exit 2
 	run     func(ctx context.Context, e *env, args []string) error
+	// failExit is the exit code of an error (exitFailure when 0); an error
+	// with an ExitCode method chooses its own.
+	failExit int
 }
 
 // commands lists the implemented subcommands.
@@ -67,6 +70,13 @@ var commands = map[string]command{
 		summary: "drop the slot, the publication pgrelay created and the target metadata",
 		needs:   needSource | needTarget,
 		run:     runTeardown,
+	},
+	"verify": {
+		summary:  "compare every published table, source vs target, by row count and checksum in key-range chunks (--json)",
+		needs:    needSource | needTarget,
+		options:  []string{"--json"},
+		run:      runVerify,
+		failExit: exitUsage, // could not run: 2; differences: 1
 	},
 	"tail": {
 		summary: "print the decoded change stream as JSON lines, one object per pgoutput message",
@@ -183,6 +193,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
+	}
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		return coded.ExitCode()
+	}
+	if cmd.failExit != 0 {
+		return cmd.failExit
 	}
 	return exitFailure
 }
