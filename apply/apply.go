@@ -151,6 +151,7 @@ type Applier struct {
 	// its transaction id when it is applied at its prepare, 0 otherwise.
 	txnLSN         source.LSN
 	txnPreparedXid uint32
+	fills          sink.PreparedFills // nil unless prepared transactions are applied as prepared
 	prepTx         sink.Tx // the own target transaction of a prepared transaction being applied
 
 	streaming bool
@@ -204,6 +205,12 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 	}
 	if dc, ok := s.(sink.DDLCommits); ok {
 		a.ddlCommits = dc.DDLCommits()
+	}
+	if pf, ok := s.(sink.PreparedFills); ok && a.twoPhase != nil && !a.ddlCommits {
+		if r, ok := cat.(columnFiller); ok {
+			a.fills = pf
+			pf.SetFillResolver(r.ColumnFill)
+		}
 	}
 	if ac, ok := s.(sink.AsyncCommitter); ok {
 		a.async = ac
@@ -665,6 +672,12 @@ type commitWaiter interface {
 	WaitCommitted(ctx context.Context, xid uint32) error
 }
 
+// columnFiller is the optional capability of a Catalog to tell what older
+// rows hold in a column (sink.FillResolver).
+type columnFiller interface {
+	ColumnFill(ctx context.Context, schema, table, column string) (fill string, found, volatile bool, err error)
+}
+
 // factsMatcher is the optional capability of a Catalog to tell whether the
 // committed source catalog already matches a Relation message.
 type factsMatcher interface {
@@ -681,23 +694,23 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 		// transaction's commit instead.
 		lsn = a.txnLSN
 	}
-	if w, ok := a.cat.(commitWaiter); ok && xid != 0 {
-		wait := true
-		// A prepared transaction stays uncommitted until COMMIT PREPARED: the
-		// wait could only time out. When the committed catalog already has
-		// rel's columns (a table's first use in the session, not DDL of the
-		// transaction itself), skip it.
-		if m, ok := a.cat.(factsMatcher); ok && a.cur != nil && a.cur.kind == kindPrepare {
-			match, err := m.FactsMatch(ctx, rel)
-			if err != nil {
-				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
-			}
-			wait = !match
+	// Applied as a prepared transaction: uncommitted on the source until
+	// COMMIT PREPARED, so the wait below could only time out.
+	preparing := xid != 0 && xid == a.txnPreparedXid && a.twoPhase != nil && !a.ddlCommits
+	factsMatch := true
+	if m, ok := a.cat.(factsMatcher); ok && preparing {
+		// When the committed catalog already has rel's columns (a table's
+		// first use in the session, not the transaction's own DDL), its facts
+		// are the transaction's.
+		match, err := m.FactsMatch(ctx, rel)
+		if err != nil {
+			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 		}
-		if wait {
-			if err := w.WaitCommitted(ctx, xid); err != nil {
-				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
-			}
+		factsMatch = match
+	}
+	if w, ok := a.cat.(commitWaiter); ok && xid != 0 && !preparing {
+		if err := w.WaitCommitted(ctx, xid); err != nil {
+			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 		}
 	}
 	t, prev, changed, err := a.cat.Apply(ctx, rel)
@@ -707,7 +720,28 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	if !changed {
 		return nil
 	}
-	return a.ensureTable(ctx, lsn, t, prev, flushFirst)
+	if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
+		return err
+	}
+	if factsMatch || prev == nil || a.fills == nil {
+		return nil
+	}
+	// Columns the transaction added: their fill value (what older rows hold)
+	// is in the source catalog only after COMMIT PREPARED, so the target
+	// added them empty; the target fills them when it commits the transaction.
+	var added []string
+	for _, c := range t.Columns {
+		if c.Attnum == 0 && prev.Column(c.Name) == nil {
+			added = append(added, c.Name)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if err := a.fills.DeferFill(ctx, GID(a.cfg.Slot, xid), t, added); err != nil {
+		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+	}
+	return nil
 }
 
 func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *schema.Table, flushFirst bool) error {

@@ -236,25 +236,29 @@ func (f *waitFacts) WaitCommitted(_ context.Context, xid uint32) error {
 	return nil
 }
 
-// A prepared transaction's Relation message waits for the transaction's
-// commit (which cannot come before COMMIT PREPARED) only when the committed
-// catalog does not show its columns: DDL of the transaction itself.
-func TestPreparedRelationWaitsOnlyForItsOwnDDL(t *testing.T) {
+// A prepared transaction's Relation message never waits for the
+// transaction's commit, which cannot come before COMMIT PREPARED. A column it
+// adds that the committed catalog lacks (DDL of the transaction itself) is
+// added empty, and the sink is told to fill its older rows at commit.
+func TestPreparedRelationDefersFill(t *testing.T) {
 	f := &waitFacts{}
 	cfg := testConfig(t)
 	cfg.TwoPhase = true
-	h := newHarnessFacts(t, cfg, applytest.New(0), f)
+	s := applytest.New(0)
+	h := newHarnessFacts(t, cfg, s, f)
 	h.feed(0x1f0, beginPrepare(7, 0x200), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
-	if len(f.waits) != 0 {
-		t.Fatalf("waited for transaction(s) %v although the catalog has t1's columns", f.waits)
-	}
 	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v", "added"), ins(1, "80", "q", "r"), prepare(8, 0x300))
-	if len(f.waits) != 1 || f.waits[0] != 8 {
-		t.Fatalf("waits %v, want [8]: the Relation shows a column the catalog lacks", f.waits)
+	if len(f.waits) != 0 {
+		t.Fatalf("waited for prepared transaction(s) %v", f.waits)
 	}
+	h.expect("setup s1", "prepared-gids pgrelay_s1_",
+		"begin", "ensure "+t1+" prev=nil", "insert public.t1 (70,p)", "prepare pgrelay_s1_7 0/208",
+		"begin", "ensure public.t1(id integer*,v text,added text) prev="+t1, "defer-fill pgrelay_s1_8 public.t1 added",
+		"insert public.t1 (80,q,r)", "prepare pgrelay_s1_8 0/308")
 	// A plain transaction still waits, briefly, for its commit to be visible.
 	h.feed(0x3f0, begin(9, 0x400), rel(1, "v"), ins(1, "90", "s"), commit(0x400, 0x408))
-	if len(f.waits) != 2 || f.waits[1] != 9 {
-		t.Fatalf("waits %v, want [8 9]", f.waits)
+	if len(f.waits) != 1 || f.waits[0] != 9 {
+		t.Fatalf("waits %v, want [9]", f.waits)
 	}
+	h.noProblems()
 }

@@ -1115,3 +1115,61 @@ func testE2EPreparedDDLRestart(t *testing.T, major int) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EPreparedAddColumn: a column added with a default inside a prepared
+// transaction. The source catalog shows the default (and what older rows
+// hold) only after COMMIT PREPARED, while the target prepares the transaction
+// long before: the older target rows get the value when it commits, also when
+// pgrelay is killed in between, and also for a prepared transaction large
+// enough to be streamed.
+func TestE2EPreparedAddColumn(t *testing.T) {
+	e2eEachMajor(t, testE2EPreparedAddColumn)
+}
+
+func testE2EPreparedAddColumn(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE pa (id int PRIMARY KEY, v text); INSERT INTO pa SELECT g, 'v' || g FROM generate_series(1, 5) g")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+	conn := e.src.Conn(t)
+	ctx := e2eCtx(t, 5*time.Minute)
+	prepare := func(gid string, stmts ...string) {
+		t.Helper()
+		for _, sql := range append(append([]string{"BEGIN"}, stmts...), "PREPARE TRANSACTION '"+gid+"'") {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	}
+
+	// Rows the transaction writes before the ALTER are older than the column too.
+	prepare("pa1", "UPDATE pa SET v = 'pre' WHERE id = 3", "INSERT INTO pa VALUES (9, 'pre')",
+		"ALTER TABLE pa ADD COLUMN c int NOT NULL DEFAULT 7, ADD COLUMN d text DEFAULT 'dflt', ADD COLUMN n int",
+		"INSERT INTO pa VALUES (6, 'v6', 8, NULL, 1)", "UPDATE pa SET v = 'u' WHERE id = 1", "ALTER TABLE pa ALTER COLUMN n SET DEFAULT 3")
+	// Another table's transactions apply meanwhile.
+	e.src.Exec(t, "CREATE TABLE other (id int PRIMARY KEY); INSERT INTO other VALUES (1)")
+	e.src.Exec(t, "COMMIT PREPARED 'pa1'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+
+	// Killed between PREPARE and COMMIT PREPARED.
+	prepare("pa2", "ALTER TABLE pa ADD COLUMN e numeric DEFAULT 1.50", "DELETE FROM pa WHERE id = 2")
+	p.kill()
+	e.src.Exec(t, "COMMIT PREPARED 'pa2'")
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+
+	// Streamed: Stream Prepare replays the whole transaction at once.
+	prepare("pa3", "ALTER TABLE pa ADD COLUMN f timestamptz DEFAULT '2026-01-02 03:04:05+00'",
+		"INSERT INTO pa (id, v) SELECT g, repeat('s', 200) FROM generate_series(100, 3100) g")
+	e.src.Exec(t, "COMMIT PREPARED 'pa3'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

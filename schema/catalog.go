@@ -91,6 +91,20 @@ func (c *Catalog) FactsMatch(ctx context.Context, rel *source.Relation) (bool, e
 	return true, nil
 }
 
+// ColumnFill returns what the source's rows older than column schema.table.column
+// hold for it, as the source catalog has it now (see sink.FillResolver).
+func (c *Catalog) ColumnFill(ctx context.Context, schema, table, column string) (fill string, found, volatile bool, err error) {
+	facts, err := c.facts.TableFacts(ctx, schema, table)
+	if err != nil {
+		return "", false, false, fmt.Errorf("schema: read source catalog facts of %s.%s: %w", schema, table, err)
+	}
+	f, ok := facts.Columns[column]
+	if !ok {
+		return "", false, false, nil
+	}
+	return f.FillValue, true, f.FillValue == "" && f.Default != "" && f.VolatileDefault, nil
+}
+
 // WaitCommitted waits, when the fact reader can, until source transaction xid is
 // visible to new snapshots, so that facts read for its Relation messages include
 // its own DDL (see SourceFacts.WaitCommitted).

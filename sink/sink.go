@@ -141,6 +141,28 @@ type PreparedCommits interface {
 	PreparedCommitted(ctx context.Context, gid string, prepareEnd source.LSN) (bool, error)
 }
 
+// PreparedFills is the capability of a TwoPhase sink to give a column that a
+// prepared transaction added its fill value when the transaction commits. The
+// fill value (what rows older than the ADD COLUMN hold, from the column's
+// default) is in the source catalog only once COMMIT PREPARED has run there,
+// long after the target prepared the transaction with the column empty.
+type PreparedFills interface {
+	// DeferFill records, in the open transaction to be prepared as gid and
+	// right after the DDL that added them, that columns of t were added
+	// without their fill value.
+	DeferFill(ctx context.Context, gid string, t *schema.Table, columns []string) error
+	// SetFillResolver sets what CommitPrepared asks for the fill value of a
+	// deferred column; without one, deferred columns stay as they are.
+	SetFillResolver(r FillResolver)
+}
+
+// FillResolver returns the fill value of the source column schema.table.column
+// as the source catalog has it now: a typed SQL literal, or "" when rows older
+// than the column hold NULL. found is false when the source no longer has the
+// column. volatile reports a default that is not immutable, which gave each
+// older row a value of its own that cannot be known.
+type FillResolver func(ctx context.Context, schema, table, column string) (fill string, found, volatile bool, err error)
+
 // DDLCommits is the capability to say that the target's DDL commits the open
 // transaction implicitly (MySQL, MariaDB). When DDLCommits returns true, apply
 // commits the open group and calls Sink.EnsureTable with no Tx open, before the

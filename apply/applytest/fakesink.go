@@ -55,6 +55,7 @@ var (
 	_ sink.AsyncTx        = (*Tx)(nil)
 
 	_ sink.PreparedCommits = (*Sink)(nil)
+	_ sink.PreparedFills   = (*Sink)(nil)
 )
 
 // New returns an empty sink whose stored position is start.
@@ -242,6 +243,20 @@ func (s *Sink) CommitPrepared(_ context.Context, gid string, p sink.Progress) er
 	s.storeLocked(p)
 	return nil
 }
+
+// DeferFill logs the call ("defer-fill gid table col,col"); the fake's rows have
+// no columns to fill.
+func (s *Sink) DeferFill(_ context.Context, gid string, t *schema.Table, columns []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.open) == 0 {
+		s.problems = append(s.problems, "DeferFill without a transaction open: "+t.QualifiedName())
+	}
+	return s.logLocked(fmt.Sprintf("defer-fill %s %s %s", gid, t.QualifiedName(), strings.Join(columns, ",")))
+}
+
+// SetFillResolver does nothing: see DeferFill.
+func (s *Sink) SetFillResolver(sink.FillResolver) {}
 
 // CommitPreparedLosingPosition commits the prepared transaction gid without
 // storing a position: a crash between COMMIT PREPARED and the position's write.

@@ -154,6 +154,7 @@ type Sink struct {
 	deallocate  []string           // prepared statements of replaced table versions
 	retired     []*tableStatements // forgotten during the open transaction
 	cur         *Tx                // the open transaction, if any
+	fill        sink.FillResolver  // fill values of columns prepared transactions added
 	copyScratch []byte             // reused COPY buffer of the apply connection
 
 	stats stats

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -122,14 +123,136 @@ func (s *Sink) finishPrepared(ctx context.Context, verb, gid string, p sink.Prog
 		}
 		// Finished before a crash: only the bookkeeping is left.
 	}
+	var fills []string
+	if verb == "COMMIT PREPARED" {
+		if fills, err = s.fillStatements(ctx, conn, gid); err != nil {
+			return classify(fmt.Errorf("%s at source LSN %s: %w", prefix, p.LSN, err), conn.IsClosed())
+		}
+	}
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	tx.queueBegin()
+	for _, stmt := range fills {
+		tx.batch.ExecParams(stmt, [][]byte{[]byte(gid)}, nil, nil, nil)
+		tx.ops = append(tx.ops, op{kind: opPreparedFill, lsn: p.LSN, detail: stmt})
+	}
+	tx.batch.ExecParams("DELETE FROM pgrelay.prepared_fill WHERE gid = $1", [][]byte{[]byte(gid)}, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opPreparedRow, lsn: p.LSN})
 	tx.batch.ExecParams("DELETE FROM pgrelay.prepared WHERE gid = $1", [][]byte{[]byte(gid)}, nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opPreparedRow, lsn: p.LSN})
 	return tx.Commit(ctx, p)
+}
+
+// SetFillResolver implements sink.PreparedFills.
+func (s *Sink) SetFillResolver(r sink.FillResolver) { s.fill = r }
+
+// DeferFill implements sink.PreparedFills: a row per column in
+// pgrelay.prepared_fill, inserted in the open transaction. The row's xmin and
+// cmin mark the point of the ADD COLUMN: target rows written before it, by
+// earlier transactions or earlier in this one, are the ones to fill. A column
+// added again (dropped in between) moves the row's mark to the new point.
+func (s *Sink) DeferFill(ctx context.Context, gid string, t *schema.Table, columns []string) error {
+	tx := s.cur
+	if tx == nil {
+		return errors.New("sink/postgres: defer fill: no open transaction")
+	}
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return err
+	}
+	qname := quotedTable(s.dialect, t)
+	sch, name := s.dialect.TargetTable(t)
+	tx.queueBegin()
+	for _, col := range columns {
+		tx.batch.ExecParams(`INSERT INTO pgrelay.prepared_fill (gid, target_schema, target_table, column_name, source_schema, source_table)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (gid, target_schema, target_table, column_name) DO UPDATE SET source_table = excluded.source_table`,
+			[][]byte{[]byte(gid), []byte(sch), []byte(name), []byte(col), []byte(t.Schema), []byte(t.Name)}, nil, nil, nil)
+		tx.ops = append(tx.ops, op{kind: opPreparedFill, table: qname, detail: col})
+	}
+	return tx.send(ctx)
+}
+
+// fillStatements returns the UPDATEs (taking the gid as $1) that give the
+// older rows of the columns the committed prepared transaction gid added their
+// fill value. A target row is older than the column when a transaction before
+// the prepared one wrote it, or the prepared one did before the ADD COLUMN
+// (a lower command id than the pgrelay.prepared_fill row's). A target rewrite
+// of the table later in the same transaction (ALTER COLUMN … TYPE) would hide
+// the older rows: they then keep NULL.
+func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) ([]string, error) {
+	rows, err := conn.Query(ctx, `SELECT f.target_schema, f.target_table, f.column_name, f.source_schema, f.source_table,
+			c.oid IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attname = f.column_name AND a.attnum > 0 AND NOT a.attisdropped)
+		FROM pgrelay.prepared_fill f
+		LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = f.target_schema
+		LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = f.target_table
+		WHERE f.gid = $1 ORDER BY 1, 2, 3`, gid)
+	if err != nil {
+		return nil, fmt.Errorf("read pgrelay.prepared_fill: %w", err)
+	}
+	type deferred struct {
+		tschema, ttable, column, sschema, stable string
+		exists                                   bool
+	}
+	var ds []deferred
+	var d deferred
+	if _, err := pgx.ForEachRow(rows, []any{&d.tschema, &d.ttable, &d.column, &d.sschema, &d.stable, &d.exists}, func() error {
+		ds = append(ds, d)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read pgrelay.prepared_fill: %w", err)
+	}
+	// One UPDATE per table: an UPDATE makes rows of this transaction, which a
+	// second one would take for newer than the column.
+	var stmts []string
+	var from, set, where []string
+	flush := func(table string) {
+		if len(set) > 0 {
+			stmts = append(stmts, "UPDATE "+table+" t SET "+strings.Join(set, ", ")+"\nFROM "+strings.Join(from, ", ")+
+				"\nWHERE "+strings.Join(where, "\n   OR "))
+		}
+		from, set, where = nil, nil, nil
+	}
+	prevTable := ""
+	for _, d := range ds {
+		table := s.dialect.QuoteIdent(d.tschema) + "." + s.dialect.QuoteIdent(d.ttable)
+		if table != prevTable {
+			flush(prevTable)
+			prevTable = table
+		}
+		if !d.exists || s.fill == nil {
+			// Dropped again (or the table with it) in the same transaction.
+			continue
+		}
+		fill, found, volatile, err := s.fill(ctx, d.sschema, d.stable, d.column)
+		if err != nil {
+			return nil, fmt.Errorf("fill value of column %q of %s.%s: %w", d.column, d.sschema, d.stable, err)
+		}
+		switch {
+		case !found || fill == "" && !volatile:
+			continue
+		case fill == "":
+			return nil, fmt.Errorf("column %q of %s.%s was added with a default that is not immutable, inside a prepared transaction: the source's older rows hold values it gave there, which cannot be known; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always): %w",
+				d.column, d.sschema, d.stable, schema.ErrVolatileDefault)
+		}
+		f := fmt.Sprintf("f%d", len(from))
+		col := s.dialect.QuoteIdent(d.column)
+		from = append(from, `(SELECT xmin AS x, cmin::text::bigint AS c FROM pgrelay.prepared_fill WHERE gid = $1 AND target_schema = `+
+			quoteLiteral(d.tschema)+` AND target_table = `+quoteLiteral(d.ttable)+` AND column_name = `+quoteLiteral(d.column)+`) `+f)
+		older := fmt.Sprintf("t.%s IS NULL AND (pg_catalog.age(t.xmin) > pg_catalog.age(%[2]s.x) OR t.xmin = %[2]s.x AND t.cmin::text::bigint < %[2]s.c)", col, f)
+		set = append(set, fmt.Sprintf("%s = CASE WHEN %s THEN %s ELSE t.%s END", col, older, fill, col))
+		where = append(where, "("+older+")")
+	}
+	flush(prevTable)
+	return stmts, nil
 }
 
 // PreparedGIDs lists the prepared transactions of the target's current database

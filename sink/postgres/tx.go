@@ -29,6 +29,7 @@ const (
 	opTruncate
 	opProgress
 	opPreparedRow
+	opPreparedFill
 	opPrepare
 	opCommit
 	opDDL
@@ -51,6 +52,8 @@ func (k opKind) String() string {
 		return "record progress in pgrelay.progress"
 	case opPreparedRow:
 		return "record prepared transaction in pgrelay.prepared"
+	case opPreparedFill:
+		return "fill the older rows of a column added by a prepared transaction in"
 	case opPrepare:
 		return "prepare transaction"
 	case opCommit:
