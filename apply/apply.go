@@ -152,7 +152,7 @@ type Applier struct {
 	txnLSN         source.LSN
 	txnPreparedXid uint32
 	fills          sink.PreparedFills // nil unless prepared transactions are applied as prepared
-	prepTx         sink.Tx // the own target transaction of a prepared transaction being applied
+	prepTx         sink.Tx            // the own target transaction of a prepared transaction being applied
 
 	streaming bool
 	streamXid uint32
