@@ -8,7 +8,8 @@
 #   2. `pgrelay migrate` copies a sample database into the target and exits;
 #   3. `pgrelay replicate` streams further changes (updates, deletes, a
 #      prepared transaction held prepared on the target, a new column) until
-#      SIGTERM; source and target are compared; `pgrelay status` reports.
+#      SIGTERM; source and target are compared; `pgrelay status` reports and
+#      `pgrelay verify` compares them again, chunk by chunk.
 # Everything is stopped and removed on exit. Needs no stdin.
 set -euo pipefail
 
@@ -210,4 +211,8 @@ REPL_PID=
 tail -n 2 "$WORK/replicate.log" >&2
 [[ $status -eq 0 ]] || { cat "$WORK/replicate.log" >&2; die "pgrelay replicate exited with $status"; }
 bin/pgrelay status </dev/null
+say "pgrelay verify: every published table, source vs target, in key-range chunks"
+vstatus=0
+bin/pgrelay verify </dev/null || vstatus=$?
+[[ $vstatus -eq 0 ]] || die "pgrelay verify exited with $vstatus"
 say "demo done: source and target are equal; cleaning up"
