@@ -247,6 +247,21 @@ func testVerify(t *testing.T, major int) {
 		t.Log("the target has no ICU collation: the byte-order comparison is not exercised")
 	}
 
+	// A table a prepared transaction keeps locked on the source: exit 2 after
+	// the lock timeout, with what holds it.
+	src := e.src.Conn(t)
+	ctx := e2eCtx(t, 3*time.Minute)
+	for _, sql := range []string{"BEGIN", "TRUNCATE child", "PREPARE TRANSACTION 'verify_lock'"} {
+		if _, err := src.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	p, code = e.run(2*time.Minute, "verify")
+	e.src.Exec(t, "ROLLBACK PREPARED 'verify_lock'")
+	if code != 2 || !strings.Contains(p.lastLine(), "pg_prepared_xacts") {
+		t.Errorf("verify of a table locked by a prepared transaction: exit %d, last line %q; want 2, naming pg_prepared_xacts", code, p.lastLine())
+	}
+
 	// A table missing on the target: nothing is compared.
 	e.tgt.Exec(t, "DROP TABLE child")
 	p, code = e.run(2*time.Minute, "verify")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/source"
@@ -29,7 +30,23 @@ import (
 // session only reads.
 const sessionSQL = `SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; SET TimeZone = 'UTC';
 SET extra_float_digits = 3; SET bytea_output = 'hex'; SET search_path = pg_catalog, pg_temp;
-SET default_transaction_read_only = on; SET application_name = 'pgrelay verify'`
+SET default_transaction_read_only = on; SET application_name = 'pgrelay verify';
+SET lock_timeout = '` + lockTimeout + `'`
+
+// lockTimeout bounds the wait for a table another session holds locked (DDL in
+// progress, or a prepared transaction that altered or truncated it, which
+// keeps the lock until COMMIT PREPARED).
+const lockTimeout = "30s"
+
+// LockHint adds what to do to err when it is a lock timeout: a table verify
+// could not read because another session kept it locked.
+func LockHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return fmt.Errorf("%w; the table stayed locked for "+lockTimeout+" (DDL in progress, or a prepared transaction that altered or truncated it: see pg_prepared_xacts); run verify again once it is released", err)
+	}
+	return err
+}
 
 // Type OIDs hashed in another form than their text.
 const (
@@ -422,7 +439,7 @@ func (s *postgresSide) Summarize(ctx context.Context, t *SideTable, r Range) (Su
 	var sum Summary
 	var pos *string
 	if err := s.conn.QueryRow(ctx, sql, args...).Scan(&sum.Rows, &sum.Checksum, &pos); err != nil {
-		return Summary{}, fmt.Errorf("checksum %s %s: %w", t.Name, FormatRange(keyNames(t), r), err)
+		return Summary{}, fmt.Errorf("checksum %s %s: %w", t.Name, FormatRange(keyNames(t), r), LockHint(err))
 	}
 	var err error
 	sum.Position, err = parseLSN(t.Name.String(), pos)
@@ -498,7 +515,7 @@ func (s *postgresSide) Rows(ctx context.Context, t *SideTable, r Range, keys []K
 		return err
 	})
 	if err != nil {
-		return RowSet{}, fmt.Errorf("read rows of %s %s: %w", t.Name, FormatRange(keyNames(t), r), err)
+		return RowSet{}, fmt.Errorf("read rows of %s %s: %w", t.Name, FormatRange(keyNames(t), r), LockHint(err))
 	}
 	return set, nil
 }
@@ -528,7 +545,7 @@ func (s *PostgresSource) Boundary(ctx context.Context, t *SideTable, after Key, 
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("source: plan the chunks of %s: %w", t.Name, err)
+		return nil, fmt.Errorf("source: plan the chunks of %s: %w", t.Name, LockHint(err))
 	}
 	return Key(vals), nil
 }

@@ -104,7 +104,7 @@ func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
 	}
 	published, err := source.ReadPublishedTables(ctx, srcConn, cfg.Publication, src.Major())
 	if err != nil {
-		return nil, err
+		return nil, verify.LockHint(err)
 	}
 	if len(published) == 0 {
 		return nil, fmt.Errorf("verify: publication %q publishes no table: nothing to compare", cfg.Publication)
