@@ -95,10 +95,15 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 		}
 	}
 	// A fresh copy: PGRELAY_SNAPSHOT=always, or auto on a target never seeded.
+	if s.slot.Exists && s.slot.Active {
+		return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
+	}
+	// The old slot's prepared transactions on the target would hold their
+	// tables' locks against the copy for ever.
+	if err := rollbackTargetPrepared(ctx, s.cfg.TargetURL, s.cfg.Slot, s.log); err != nil {
+		return nil, nil, err
+	}
 	if s.slot.Exists {
-		if s.slot.Active {
-			return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
-		}
 		s.log.Warn("dropping the slot to copy the tables anew under a new one", "slot", s.cfg.Slot, "reason", map[bool]string{true: "PGRELAY_SNAPSHOT=always", false: "the target holds no seed for it"}[s.cfg.Snapshot == "always"])
 		if err := source.DropSlot(ctx, s.srcConn, s.cfg.Slot); err != nil {
 			return nil, nil, err

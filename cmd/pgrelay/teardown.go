@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/apply"
 
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -58,10 +63,15 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	if slot.Exists && slot.Active {
+		return fmt.Errorf("slot %q is in use by process %d: stop the pgrelay streaming from it first: %w", cfg.Slot, slot.ActivePID, source.ErrSlotInUse)
+	}
+	// Nothing will finish them once the slot is gone, and they hold locks on
+	// the target's tables and on pgrelay's metadata.
+	if err := rollbackTargetPrepared(ctx, cfg.TargetURL, cfg.Slot, log); err != nil {
+		return err
+	}
 	if slot.Exists {
-		if slot.Active {
-			return fmt.Errorf("slot %q is in use by process %d: stop the pgrelay streaming from it first: %w", cfg.Slot, slot.ActivePID, source.ErrSlotInUse)
-		}
 		if err := source.DropSlot(ctx, src, cfg.Slot); err != nil {
 			return err
 		}
@@ -97,4 +107,37 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "teardown done: slot %q, its publication (if pgrelay created it) and the target metadata are gone; replicated tables are kept\n", cfg.Slot)
 	return nil
+}
+
+// rollbackTargetPrepared rolls back the prepared transactions pgrelay made on
+// the target for slot (teardown, or the slot dropped to copy anew): their
+// source transactions will never be finished through that slot again.
+func rollbackTargetPrepared(ctx context.Context, url, slot string, log *slog.Logger) error {
+	prefix := apply.GIDPrefix(slot)
+	return withTargetConn(ctx, url, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT gid FROM pg_catalog.pg_prepared_xacts
+			WHERE database = pg_catalog.current_database() AND pg_catalog.left(gid, pg_catalog.length($1)) = $1`, prefix)
+		if err != nil {
+			return fmt.Errorf("target: list prepared transactions: %w", err)
+		}
+		gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("target: list prepared transactions: %w", err)
+		}
+		for _, gid := range gids {
+			// pgrelay_<slot>_<xid>: another slot's name may extend ours.
+			if xid := strings.TrimPrefix(gid, prefix); xid == "" || strings.Trim(xid, "0123456789") != "" {
+				continue
+			}
+			if _, err := c.Exec(ctx, "ROLLBACK PREPARED '"+gid+"'"); err != nil {
+				var pgErr *pgconn.PgError
+				if errors.As(err, &pgErr) && pgErr.Code == "42704" { // finished meanwhile
+					continue
+				}
+				return fmt.Errorf("target: roll back prepared transaction %s of slot %q: %w; roll it back by hand with ROLLBACK PREPARED '%s'", gid, slot, err, gid)
+			}
+			log.Warn("rolled back a prepared transaction pgrelay had made on the target: its source transaction is not replicated through this slot any more", "gid", gid)
+		}
+		return nil
+	})
 }

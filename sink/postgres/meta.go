@@ -221,6 +221,11 @@ func (s *Sink) Teardown(ctx context.Context, slot string) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrations.PostgresLockKey); err != nil {
 				return err
 			}
+			// Another session using pgrelay's tables (a prepared transaction
+			// left by hand, a verify) must not make teardown hang unseen.
+			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '30s'"); err != nil {
+				return err
+			}
 			var exists bool
 			if err := tx.QueryRow(ctx, "SELECT to_regnamespace('pgrelay') IS NOT NULL").Scan(&exists); err != nil || !exists {
 				return err
@@ -242,6 +247,9 @@ func (s *Sink) Teardown(ctx context.Context, slot string) error {
 			return err
 		})
 	})
+	if sqlState(err) == "55P03" {
+		return fmt.Errorf("sink/postgres: teardown of slot %q: another session kept pgrelay's metadata locked for 30s (a prepared transaction: see pg_prepared_xacts; otherwise pg_locks): end it and run teardown again: %w", slot, err)
+	}
 	if err != nil {
 		return fmt.Errorf("sink/postgres: teardown of slot %q: %w", slot, err)
 	}
