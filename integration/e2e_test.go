@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1172,4 +1173,72 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
+}
+
+// TestE2EMigrateInterrupted: a migrate stopped by SIGTERM, during the copy or
+// while catching up, exits 1 (a job runner must not take it for done); the
+// next run resumes and exits 0.
+func TestE2EMigrateInterrupted(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE mi (id int PRIMARY KEY, v text); INSERT INTO mi SELECT g, repeat('x', 100) FROM generate_series(1, 200000) g")
+	p := e.start("migrate")
+	p.waitLog(t, "created slot", 2*time.Minute)
+	if code := p.term(t, 2*time.Minute); code != 1 || !strings.Contains(p.logs(), "run pgrelay migrate again") {
+		t.Errorf("migrate stopped by SIGTERM during the copy: exit %d, want 1 with advice; log:\n%s", code, p.logs())
+	}
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}
+
+// TestE2EPreparedLeftOnTarget: the target holds a prepared transaction of
+// the slot (the source's is still prepared) when the slot is replaced
+// (PGRELAY_SNAPSHOT=always) or torn down: pgrelay rolls it back rather than
+// wait for ever on the locks it holds.
+func TestE2EPreparedLeftOnTarget(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE pl (id int PRIMARY KEY, v text); INSERT INTO pl VALUES (1, 'a')")
+	conn := e.src.Conn(t)
+	ctx := e2eCtx(t, 5*time.Minute)
+	prepare := func(gid string) {
+		t.Helper()
+		for _, sql := range []string{"BEGIN", "TRUNCATE pl", "INSERT INTO pl VALUES (2, 'b')", "PREPARE TRANSACTION '" + gid + "'"} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+	}
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	prepare("pl1")
+	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	e.src.Exec(t, "ROLLBACK PREPARED 'pl1'")
+
+	// A new copy under a new slot.
+	always := *e
+	always.extra = append(slices.Clone(e.extra), "PGRELAY_SNAPSHOT=always")
+	always.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	if got := e2eTargetPrepared(t, e); got != "" {
+		t.Errorf("prepared transactions left on the target after PGRELAY_SNAPSHOT=always: %s", got)
+	}
+	e2eCompare(t, e)
+
+	// Teardown.
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	prepare("pl2")
+	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	e.mustRun(2*time.Minute, "teardown")
+	if got := e2eTargetPrepared(t, e); got != "" {
+		t.Errorf("prepared transactions left on the target after teardown: %s", got)
+	}
+	if got := e.tgt.QueryString(t, "SELECT to_regnamespace('pgrelay') IS NULL"); got != "t" {
+		t.Errorf("teardown left the pgrelay schema")
+	}
+	e.src.Exec(t, "ROLLBACK PREPARED 'pl2'")
 }

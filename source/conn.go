@@ -68,6 +68,10 @@ type ConnConfig struct {
 	// StatusInterval is how often a standby status update is sent while streaming.
 	// It must stay well below the server's wal_sender_timeout (default 60s).
 	StatusInterval time.Duration
+	// ReplaceSlot says the slot is to be dropped and created again
+	// (PGRELAY_SNAPSHOT=always): preflight takes an invalidated one as no
+	// problem.
+	ReplaceSlot bool
 }
 
 // Validate applies defaults and reports the first setting a user must fix.

@@ -142,13 +142,13 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 			problem(fmt.Errorf("source: %w: slot %q decodes database %q, the URL names %q: choose another PGRELAY_SLOT or fix the database in the URL",
 				ErrSlotOtherDatabase, cfg.Slot, r.Slot.Database, r.Database))
 		}
-		if r.Slot.Invalidated() {
+		if r.Slot.Invalidated() && !cfg.ReplaceSlot {
 			why := "wal_status = " + r.Slot.WALStatus
 			if r.Slot.InvalidationReason != "" {
 				why = "invalidation_reason = " + r.Slot.InvalidationReason
 			}
-			problem(fmt.Errorf("source: %w: slot %q cannot stream any more (%s): drop it with SELECT pg_drop_replication_slot(%s); and seed the target again (PGRELAY_SNAPSHOT=always)",
-				ErrSlotInvalidated, cfg.Slot, why, quoteLiteral(cfg.Slot)))
+			problem(fmt.Errorf("source: %w: slot %q cannot stream any more (%s): run with PGRELAY_SNAPSHOT=always, which drops it and copies the tables again",
+				ErrSlotInvalidated, cfg.Slot, why))
 		}
 	}
 

@@ -65,7 +65,9 @@ func readSlotSQL(major int) string {
 	case major >= 17:
 		cols = append(cols, "coalesce(invalidation_reason, '')")
 	case major == 16:
-		cols = append(cols, "CASE WHEN coalesce(conflicting, false) THEN 'rows_removed' ELSE '' END")
+		// 16's conflicting is true for any invalidation (17 narrowed it to
+		// recovery conflicts): a lost WAL status tells the usual cause.
+		cols = append(cols, "CASE WHEN NOT coalesce(conflicting, false) THEN '' WHEN wal_status = 'lost' THEN 'wal_removed' ELSE 'rows_removed' END")
 	default:
 		cols = append(cols, "''")
 	}

@@ -67,9 +67,16 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		streamed := e.mon.streamOK.Load()
 		e.mon.sessionEnded(err)
 		if streamed {
-			failures = 0
+			// That session got through: the next trouble starts afresh.
+			failures, backoff = 0, time.Second
 		}
-		if err == nil || ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			if migrate {
+				return errMigrateInterrupted
+			}
 			return nil
 		}
 		if !retryable(err) {
@@ -86,6 +93,9 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		e.log.Warn("will retry", "in", backoff, "error", err.Error())
 		select {
 		case <-ctx.Done():
+			if migrate {
+				return errMigrateInterrupted
+			}
 			return nil
 		case <-time.After(backoff):
 		}
@@ -138,6 +148,7 @@ func openTarget(ctx context.Context, cfg *Config) (target, error) {
 func session(ctx context.Context, e *env, migrate bool) (err error) {
 	cfg, log := e.cfg, e.log
 	cc := cfg.sourceConn()
+	cc.ReplaceSlot = cfg.Snapshot == "always"
 	// The target first: a target pgrelay cannot reach must not leave a
 	// publication behind on the source.
 	tgt, err := openTarget(ctx, cfg)
@@ -181,7 +192,10 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		return errors.New("PGRELAY_TWO_PHASE=on: the target cannot hold prepared transactions: set max_prepared_transactions > 0 on it and restart it, or set PGRELAY_TWO_PHASE=auto")
 	}
 	// Prepared transactions stay two-phase only if the slot decodes them so.
-	if pre.Slot.Exists && pre.ServerMajor >= 15 && pre.Slot.TwoPhase && !twoPhase {
+	if pre.Slot.Exists && pre.ServerMajor >= 15 && pre.Slot.TwoPhase && !twoPhase && cfg.Snapshot != "always" {
+		if cfg.TwoPhase == "off" {
+			return fmt.Errorf("PGRELAY_TWO_PHASE=off, but slot %q was created decoding prepared transactions at PREPARE, which cannot be turned off: set PGRELAY_TWO_PHASE=auto, or run pgrelay teardown and start again", cfg.Slot)
+		}
 		return fmt.Errorf("slot %q decodes prepared transactions at PREPARE, but the target cannot hold prepared transactions: set max_prepared_transactions > 0 on the target, or run pgrelay teardown and start again", cfg.Slot)
 	}
 
@@ -194,6 +208,10 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			repl.Close(context.WithoutCancel(ctx))
 		}
 		return err
+	}
+	// Copied once: a later session of this run (after an error) resumes.
+	if cfg.Snapshot == "always" {
+		cfg.Snapshot = "auto"
 	}
 	return stream(ctx, e, migrate, tgt, cat, repl, syncLSN, twoPhase, pre.ServerMajor, srcConn)
 }
@@ -365,8 +383,15 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		return nil
 	}
 	log.Info("stopped cleanly", "durable_lsn", durable.String())
+	if migrate {
+		return errMigrateInterrupted
+	}
 	return nil
 }
+
+// errMigrateInterrupted ends a migrate stopped by a signal: what is on the
+// target is consistent and a new run resumes, but it is not caught up.
+var errMigrateInterrupted = errors.New("migrate: stopped by a signal before the target caught up (what was applied is kept): run pgrelay migrate again to resume")
 
 // startWhenFree starts replication, waiting while another process streams from
 // the slot (a second instance takes over when the first one dies).
