@@ -303,7 +303,10 @@ func (s *Stream) loop(ctx context.Context) error {
 			_ = nc.SetReadDeadline(time.Time{})
 		}
 	}()
-	nextStatus := s.now().Add(s.interval)
+	// The first status update goes out at once: it confirms the start
+	// position, what the target already holds, so the slot advances (and
+	// frees WAL) even when sessions keep ending before one interval passed.
+	nextStatus := s.now()
 	var deadline time.Time
 	for {
 		if err := ctx.Err(); err != nil {

@@ -195,6 +195,10 @@ func TestStreamKeepaliveRepliesWithAcked(t *testing.T) {
 		t.Fatalf("command\n got %s\nwant %s", q, want)
 	}
 	cancel, done := runStream(t, s)
+	// The start position, what the target holds, is confirmed at once.
+	if st := f.nextStatus(t, 2*time.Second); st.flush != 0x100 || st.apply != 0x100 {
+		t.Fatalf("first status update = %+v, want flush = apply = 0/100 (the start) before any interval passed", st)
+	}
 
 	f.xlog(0x200, []byte("Bdata"))
 	fr := <-s.Frames()
