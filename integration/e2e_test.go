@@ -1242,3 +1242,22 @@ func TestE2EPreparedLeftOnTarget(t *testing.T) {
 	}
 	e.src.Exec(t, "ROLLBACK PREPARED 'pl2'")
 }
+
+// TestE2EDefaultsKept: defaults that are not immutable but call built-in
+// functions only (now(), CURRENT_USER, gen_random_uuid()) are on the target
+// too, so that the application's inserts work there after a cutover; also
+// for a column added while replicating.
+func TestE2EDefaultsKept(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[len(harness.Majors())-1])
+	e.src.Exec(t, `CREATE TABLE dk (id serial PRIMARY KEY, created timestamptz NOT NULL DEFAULT now(),
+		who text NOT NULL DEFAULT CURRENT_USER, u uuid NOT NULL DEFAULT gen_random_uuid(), d date DEFAULT CURRENT_DATE);
+		INSERT INTO dk DEFAULT VALUES`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, "ALTER TABLE dk ADD COLUMN seen timestamptz NOT NULL DEFAULT now() - interval '1 day', ADD COLUMN at timestamptz DEFAULT now(); INSERT INTO dk DEFAULT VALUES")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	// The application moves to the target.
+	if got := e.tgt.QueryString(t, "INSERT INTO public.dk DEFAULT VALUES RETURNING (created IS NOT NULL AND who IS NOT NULL AND u IS NOT NULL AND d IS NOT NULL AND seen IS NOT NULL AND at IS NOT NULL)::text"); got != "true" {
+		t.Errorf("a target insert with DEFAULT VALUES left columns NULL")
+	}
+}

@@ -45,6 +45,7 @@ type ColumnFacts struct {
 	NotNull         bool
 	Default         string // pg_get_expr of the default, "" when none (or generated column)
 	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
+	PortableDefault bool   // see Column.PortableDefault
 	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
@@ -191,6 +192,7 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 			col.NotNull = f.NotNull
 			col.Default = f.Default
 			col.VolatileDefault = f.VolatileDefault
+			col.PortableDefault = f.PortableDefault
 			col.FillValue = f.FillValue
 		} else {
 			name, err := c.fallbackTypeName(ctx, rc.TypeOID, rc.TypeMod, types)
@@ -364,7 +366,7 @@ func SameDefinition(a, b *Table) bool {
 		x, y := a.Columns[i], b.Columns[i]
 		if x.Name != y.Name || x.TypeOID != y.TypeOID || x.TypeMod != y.TypeMod || x.Key != y.Key ||
 			x.TypeName != y.TypeName || x.NotNull != y.NotNull || x.Default != y.Default ||
-			x.VolatileDefault != y.VolatileDefault {
+			x.VolatileDefault != y.VolatileDefault || x.PortableDefault != y.PortableDefault {
 			return false
 		}
 	}

@@ -204,10 +204,12 @@ func quoteLiteral(s string) string {
 	return "'" + s + "'"
 }
 
-// targetDefault is the default the target column carries: the source's when
-// it is reproducible, else none (the values always come from the source).
+// targetDefault is the default the target column carries, for the target's
+// own inserts after a cutover (replicated rows always carry their values): the
+// source's, unless it calls nextval() (pgrelay migrate sets those up with their
+// sequences) or something user-defined the target may not have.
 func targetDefault(c *Column) string {
-	if c.VolatileDefault {
+	if c.VolatileDefault && !c.PortableDefault {
 		return ""
 	}
 	return c.Default
@@ -254,8 +256,9 @@ func (d PostgresDialect) primaryKey(t *Table) string {
 	return strings.Join(cols, ", ")
 }
 
-// CreateTable implements Dialect. Volatile defaults are left out: the target's
-// rows always get their values from the source.
+// CreateTable implements Dialect. Defaults are those of targetDefault: the
+// target's rows always get their values from the source, a default serves the
+// target's own inserts.
 func (d PostgresDialect) CreateTable(t *Table) ([]string, error) {
 	if t == nil || t.Name == "" {
 		return nil, errors.New("schema: create table: no table name")

@@ -30,6 +30,9 @@ func dflt(expr string) func(*Column) {
 func volatile(expr string) func(*Column) {
 	return func(c *Column) { c.Default = expr; c.VolatileDefault = true }
 }
+func portable(expr string) func(*Column) {
+	return func(c *Column) { c.Default = expr; c.VolatileDefault = true; c.PortableDefault = true }
+}
 func attnum(n int16) func(*Column)  { return func(c *Column) { c.Attnum = n } }
 func fill(lit string) func(*Column) { return func(c *Column) { c.FillValue = lit } }
 func ofType(typ *Type) func(*Column) {
@@ -132,8 +135,9 @@ func goldenCases() []goldenCase {
 			col("n", "integer", notNull, dflt("42")),
 			col("label", "text", dflt("'none'::text")),
 			col("sum", "integer", dflt("(1 + 2)")),
-			col("uid", "uuid", volatile("gen_random_uuid()")),
-			col("at", "timestamp with time zone", volatile("CURRENT_TIMESTAMP")),
+			col("uid", "uuid", volatile("public.my_uuid()")),
+			col("at", "timestamp with time zone", portable("CURRENT_TIMESTAMP")),
+			col("rnd", "uuid", portable("gen_random_uuid()")),
 		)},
 		{name: "alter_add_drop", prev: usersV1, t: table("public", "users", IdentityDefault,
 			col("id", "integer", key, attnum(1)),

@@ -186,6 +186,8 @@ SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypi
            SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m
            JOIN pg_catalog.pg_proc p ON p.oid = m[2]::oid
            WHERE p.provolatile <> 'i')),
+       d.adbin IS NOT NULL AND NOT ` + generated + ` AND d.adbin::text !~ ':funcid 1574 ' AND NOT EXISTS (
+           SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m WHERE m[2]::oid >= 16384),
        ` + missing + `,
        CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN ` + generatedExpr + ` ELSE '' END
 FROM pg_catalog.pg_attribute a
@@ -206,7 +208,7 @@ ORDER BY a.attnum`
 				f                                     ColumnFacts
 			)
 			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-				&f.NotNull, &f.Default, &f.VolatileDefault, &f.FillValue, &f.Generated); err != nil {
+				&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated); err != nil {
 				rows.Close()
 				return err
 			}

@@ -90,6 +90,12 @@ type Column struct {
 	// target: any expression that is not immutable (nextval(), random(), now()).
 	Default         string
 	VolatileDefault bool
+	// PortableDefault marks a default the target can carry for its own
+	// inserts (after a cutover) although it is not immutable: it calls
+	// built-in functions only (now(), CURRENT_USER, gen_random_uuid()), no
+	// nextval() and nothing user-defined that the target may lack. Replicated
+	// rows never use it: every change carries its values.
+	PortableDefault bool
 	// FillValue is the value the rows that existed when the column was added
 	// hold, as a typed SQL literal (pg_attribute.attmissingval, PostgreSQL 11+);
 	// "" when unknown. It, not the current default, fills existing target rows

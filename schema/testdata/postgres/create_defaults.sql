@@ -7,7 +7,8 @@ CREATE TABLE IF NOT EXISTS "public"."defaults" (
 	"label" text DEFAULT 'none'::text,
 	"sum" integer DEFAULT (1 + 2),
 	"uid" uuid,
-	"at" timestamp with time zone,
+	"at" timestamp with time zone DEFAULT CURRENT_TIMESTAMP,
+	"rnd" uuid DEFAULT gen_random_uuid(),
 	PRIMARY KEY ("id")
 );
 
