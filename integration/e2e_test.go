@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1260,4 +1261,54 @@ func TestE2EDefaultsKept(t *testing.T) {
 	if got := e.tgt.QueryString(t, "INSERT INTO public.dk DEFAULT VALUES RETURNING (created IS NOT NULL AND who IS NOT NULL AND u IS NOT NULL AND d IS NOT NULL AND seen IS NOT NULL AND at IS NOT NULL)::text"); got != "true" {
 		t.Errorf("a target insert with DEFAULT VALUES left columns NULL")
 	}
+}
+
+// TestE2ETargetTableInTheWay: a first copy into a target table that already
+// holds rows pgrelay did not put there is refused before anything is created
+// on the source; an empty one (a schema loaded beforehand) is used.
+func TestE2ETargetTableInTheWay(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE tw (id int PRIMARY KEY, v text); INSERT INTO tw VALUES (1, 'source')")
+	e.tgt.Exec(t, "CREATE TABLE public.tw (id int PRIMARY KEY, v text); INSERT INTO public.tw SELECT g, 'mine' FROM generate_series(1, 1000) g")
+	p, code := e.run(3*time.Minute, "migrate")
+	if code != 1 || !strings.Contains(p.logs(), `public.tw already hold rows`) {
+		t.Errorf("migrate into a target table holding other rows: exit %d, want 1 naming public.tw; log:\n%s", code, p.logs())
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.tw"); got != "1000" {
+		t.Errorf("the target table's own rows were touched: %s rows left of 1000", got)
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "0" {
+		t.Errorf("a slot was created although the copy was refused")
+	}
+	e.tgt.Exec(t, "TRUNCATE public.tw")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}
+
+// TestE2ETargetRolePrivileges: a target role with CREATE on the database but
+// not on schema public (the default from PostgreSQL 15) is told what to grant
+// before anything is created on the source; after the grant, migrate works.
+func TestE2ETargetRolePrivileges(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	role := "e2e_plain_" + e.slot
+	e.tgt.Exec(t, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'plain-pw'; GRANT CREATE ON DATABASE %s TO %[1]s;
+		GRANT SET ON PARAMETER session_replication_role TO %[1]s`, role, pgx.Identifier{e.tgt.DB}.Sanitize()))
+	t.Cleanup(func() { e.tgt.Exec(t, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role)) })
+	u, err := url.Parse(e.tgt.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "plain-pw")
+	e.extra = append(e.extra, "PGRELAY_TARGET_URL="+u.String())
+	e.src.Exec(t, "CREATE TABLE tp (id int PRIMARY KEY); INSERT INTO tp VALUES (1)")
+	p, code := e.run(3*time.Minute, "migrate")
+	if want := fmt.Sprintf(`GRANT CREATE ON SCHEMA "public" TO %s`, role); code != 1 || !strings.Contains(p.logs(), want) {
+		t.Errorf("migrate with a target role that may not create tables in public: exit %d, want 1 with %q; log:\n%s", code, want, p.logs())
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "0" {
+		t.Errorf("a slot was created although the target role lacks a privilege")
+	}
+	e.tgt.Exec(t, "GRANT CREATE ON SCHEMA public TO "+role)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
 }

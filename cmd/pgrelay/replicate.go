@@ -159,6 +159,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	if pg, ok := tgt.(*postgres.Sink); ok {
 		e.mon.sink.Store(pg)
 	}
+	if err := checkTargetPrivileges(ctx, cfg); err != nil {
+		return err
+	}
 	pre, err := source.Preflight(ctx, cfg.SourceURL, cc)
 	if err != nil {
 		return err
@@ -482,6 +485,79 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 	}
 	if len(readable) > 0 {
 		e.log.Info("sequences set", "count", len(readable))
+	}
+	return nil
+}
+
+// checkTargetPrivileges checks, before anything is created on the source, that
+// the target role may create what pgrelay will create there: its pgrelay
+// schema and schemas that do not exist yet (CREATE on the database), tables in
+// the existing schemas of the published tables (CREATE on each; PostgreSQL 15+
+// no longer grants it on public to everyone). The schemas are the
+// publication's, or those it would publish when pgrelay creates it. Source
+// trouble is left to preflight, which reports it better.
+func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
+	var schemas []string
+	err := withSourceConn(ctx, cfg.SourceURL, func(c *pgx.Conn) error {
+		var exists bool
+		if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
+			return err
+		}
+		var rows pgx.Rows
+		var err error
+		switch {
+		case exists:
+			rows, err = c.Query(ctx, "SELECT DISTINCT schemaname::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", cfg.Publication)
+		case len(cfg.Tables) > 0:
+			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM unnest($1::text[]) AS t(name)
+				JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(t.name)
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`, cfg.Tables)
+		default:
+			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM pg_catalog.pg_class c
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'`)
+		}
+		if err != nil {
+			return err
+		}
+		schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil
+	}
+	var problems []string
+	err = withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT x.s, n.oid IS NOT NULL,
+				CASE WHEN n.oid IS NULL THEN pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
+				     ELSE pg_catalog.has_schema_privilege(n.oid, 'CREATE') END,
+				pg_catalog.quote_ident(current_user::text), pg_catalog.quote_ident(pg_catalog.current_database())
+			FROM unnest($1::text[]) AS x(s) LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = x.s
+			ORDER BY x.s <> 'pgrelay', x.s`, append([]string{"pgrelay"}, schemas...))
+		if err != nil {
+			return err
+		}
+		var sch, role, db string
+		var exists, may bool
+		_, err = pgx.ForEachRow(rows, []any{&sch, &exists, &may, &role, &db}, func() error {
+			switch {
+			case may:
+			case exists:
+				problems = append(problems, fmt.Sprintf("may not create tables in schema %s: GRANT CREATE ON SCHEMA %s TO %s",
+					pgx.Identifier{sch}.Sanitize(), pgx.Identifier{sch}.Sanitize(), role))
+			default:
+				problems = append(problems, fmt.Sprintf("may not create schema %s: GRANT CREATE ON DATABASE %s TO %s",
+					pgx.Identifier{sch}.Sanitize(), db, role))
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("target: check the role's privileges: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("target: the role %s", strings.Join(problems, "; and "))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,6 +98,9 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 	// A fresh copy: PGRELAY_SNAPSHOT=always, or auto on a target never seeded.
 	if s.slot.Exists && s.slot.Active {
 		return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
+	}
+	if err := s.checkTargetTables(ctx); err != nil {
+		return nil, nil, err
 	}
 	// The old slot's prepared transactions on the target would hold their
 	// tables' locks against the copy for ever.
@@ -285,4 +289,57 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 	}
 	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major}, tables, s.tgt, idx)
 	return err
+}
+
+// checkTargetTables refuses a fresh copy into target tables that hold rows
+// pgrelay did not put there: the copy would replace them (it truncates each
+// table it loads). Tables pgrelay created (pgrelay.relation, also after
+// PGRELAY_SNAPSHOT=always) and empty ones (a schema loaded with pg_dump -s)
+// are fine.
+func (s *seeder) checkTargetTables(ctx context.Context) error {
+	var schemas, names []string
+	rows, err := s.srcConn.Query(ctx, "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", s.cfg.Publication)
+	if err != nil {
+		return fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
+	}
+	var sch, name string
+	if _, err := pgx.ForEachRow(rows, []any{&sch, &name}, func() error {
+		schemas, names = append(schemas, sch), append(names, name)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
+	}
+	var occupied []string
+	err = withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n)
+			FROM unnest($1::text[], $2::text[]) AS x(s, n)
+			JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
+			JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = x.n AND c.relkind IN ('r', 'p')
+			WHERE NOT EXISTS (SELECT FROM pgrelay.relation r WHERE r.schema = x.s AND r.name = x.n)
+			ORDER BY 1`, schemas, names)
+		if err != nil {
+			return err
+		}
+		existing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, t := range existing {
+			var hasRows bool
+			if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+t+")").Scan(&hasRows); err != nil {
+				return err
+			}
+			if hasRows {
+				occupied = append(occupied, t)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("target: look for tables in the way of the copy: %w", err)
+	}
+	if len(occupied) > 0 {
+		return fmt.Errorf("target tables %s already hold rows that pgrelay did not copy, and the snapshot copy would replace them: empty or drop them (also after pgrelay teardown, which keeps replicated tables), or point PGRELAY_TARGET_URL at another database", strings.Join(occupied, ", "))
+	}
+	return nil
 }
