@@ -663,7 +663,12 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 	if a.cur != nil {
 		xid = a.cur.xid
 	}
-	return a.ensureRelation(ctx, lsn, xid, m, !a.inGroupTxn() && a.cur == nil)
+	err := a.ensureRelation(ctx, lsn, xid, m, !a.inGroupTxn() && a.cur == nil)
+	if err != nil && a.cur != nil && a.cur.kind == kindPrepare && a.leaveOutAborted(ctx, xid, err) {
+		a.cur.skip = true
+		return nil
+	}
+	return err
 }
 
 // commitWaiter is the optional capability of a Catalog to wait until a source
@@ -820,10 +825,39 @@ func (a *Applier) change(ctx context.Context, lsn source.LSN, msg source.Message
 		rec.kind, rec.options, rec.relids = recTruncate, m.Options, m.RelationIDs
 	}
 	if err := a.applyChange(ctx, tx, rec, nil); err != nil {
+		if a.cur.kind == kindPrepare && a.leaveOutAborted(ctx, a.cur.xid, err) {
+			a.cur.skip = true
+			return nil
+		}
 		return err
 	}
 	a.cur.rows++
 	return nil
+}
+
+// leaveOutAborted decides, after applying prepared transaction xid to the
+// target failed with err, whether the transaction was rolled back on the
+// source: then its body may have arrived incomplete (see
+// Config.TxnAborted), and it is rolled back on the target and left out. The
+// Rollback Prepared that follows only records the position.
+func (a *Applier) leaveOutAborted(ctx context.Context, xid uint32, err error) bool {
+	if a.cfg.TxnAborted == nil || xid == 0 || ctx.Err() != nil {
+		return false
+	}
+	aborted, qerr := a.cfg.TxnAborted(ctx, xid)
+	if qerr != nil || !aborted {
+		if qerr != nil {
+			a.log.Warn("could not ask the source whether a prepared transaction that failed to apply was rolled back", "xid", xid, "error", qerr.Error())
+		}
+		return false
+	}
+	a.log.Warn("prepared transaction rolled back on the source before it was decoded: its changes arrived incomplete and are left out",
+		"xid", xid, "gid", GID(a.cfg.Slot, xid), "apply_error", err.Error())
+	if a.prepTx != nil {
+		_ = a.prepTx.Rollback(ctx)
+		a.prepTx = nil
+	}
+	return true
 }
 
 func messageName(msg source.Message) string {
@@ -1162,6 +1196,9 @@ func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint3
 		}
 		_, bmsgs, err := a.replay(ctx, buf, own)
 		if err != nil {
+			if a.leaveOutAborted(ctx, xid, err) {
+				return nil
+			}
 			return err
 		}
 		msgs = append(msgs, bmsgs...)
@@ -1171,6 +1208,10 @@ func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint3
 		return err
 	}
 	if err := a.twoPhase.Prepare(ctx, tx, gid, p); err != nil {
+		a.prepTx = nil
+		if a.leaveOutAborted(ctx, xid, err) {
+			return nil
+		}
 		return fmt.Errorf("apply: prepare transaction %d as %q at %s: %w", xid, gid, lsn, err)
 	}
 	a.prepTx = nil

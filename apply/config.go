@@ -69,6 +69,13 @@ type Config struct {
 	// snapshot sees its transaction id (it committed before the snapshot) and
 	// applied otherwise. Without it such a transaction's changes are skipped.
 	TableSyncSnapshot func(t *schema.Table) (source.TxidSnapshot, bool)
+	// TxnAborted, when set, tells whether source transaction xid was rolled
+	// back (ROLLBACK PREPARED included). A prepared transaction rolled back
+	// before the decoder reached it may arrive with part of its body only
+	// (PostgreSQL 18 sends changes after a savepoint without those before it);
+	// when applying such a body fails and the transaction is aborted, it is
+	// left out instead of stopping apply.
+	TxnAborted func(ctx context.Context, xid uint32) (bool, error)
 }
 
 // Validate checks the configuration and fills in defaults.

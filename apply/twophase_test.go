@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -261,4 +262,50 @@ func TestPreparedRelationDefersFill(t *testing.T) {
 		t.Fatalf("waits %v, want [9]", f.waits)
 	}
 	h.noProblems()
+}
+
+// A prepared transaction whose body fails to apply is left out when the
+// source says it was rolled back (its body may have arrived incomplete), and
+// stops apply otherwise.
+func TestPreparedAbortedBodyLeftOut(t *testing.T) {
+	for _, aborted := range []bool{true, false} {
+		s := applytest.New(0)
+		s.Fail = func(call string) error {
+			if call == "insert public.t1 (71,q)" {
+				return errors.New("row not found on the target")
+			}
+			return nil
+		}
+		cfg := testConfig(t)
+		cfg.TwoPhase = true
+		var asked []uint32
+		cfg.TxnAborted = func(_ context.Context, xid uint32) (bool, error) {
+			asked = append(asked, xid)
+			return aborted, nil
+		}
+		h := newHarness(t, cfg, s)
+		h.feed(0x10, rel(1, "v"))
+		h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"))
+		err := h.a.Handle(context.Background(), 0x1f8, ins(1, "71", "q"))
+		if !aborted {
+			if err == nil {
+				t.Fatal("a failed change of a prepared transaction the source did not roll back was ignored")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("aborted prepared transaction: %v", err)
+		}
+		h.feed(0x1f9, ins(1, "72", "r"), prepare(7, 0x200))
+		h.feed(0x300, &source.RollbackPrepared{Xid: 7, PrepareEndLSN: 0x208, RollbackEndLSN: 0x308, GID: "user-gid"})
+		h.flush()
+		if len(asked) != 1 || asked[0] != 7 {
+			t.Fatalf("asked about %v, want [7]", asked)
+		}
+		if got := s.Prepared(); len(got) != 0 {
+			t.Fatalf("prepared on the target: %v", got)
+		}
+		h.durable(0x308)
+		h.noProblems()
+	}
 }

@@ -32,9 +32,22 @@ type IndexReader interface {
 	IndexDefs(ctx context.Context, schema, table string) ([]string, error)
 }
 
+// RelationNamer is implemented by fact readers that can tell where a source
+// relation is now (SourceFacts does). A sink asks it whether the relation a
+// target table was built for still exists on the source, and under which name,
+// when a Relation message of another relation claims that table's name.
+type RelationNamer interface {
+	// RelationName returns the current schema and name of the source table
+	// whose OID is relationID; found is false when no table has that OID (it
+	// was dropped). The answer is the source catalog's current state, which
+	// may be newer than the change being applied.
+	RelationName(ctx context.Context, relationID uint32) (schema, name string, found bool, err error)
+}
+
 var (
-	_ FactReader  = (*SourceFacts)(nil)
-	_ IndexReader = (*SourceFacts)(nil)
+	_ FactReader    = (*SourceFacts)(nil)
+	_ IndexReader   = (*SourceFacts)(nil)
+	_ RelationNamer = (*SourceFacts)(nil)
 )
 
 // NewSourceFacts returns a FactReader querying the source catalog over conn.
@@ -93,6 +106,22 @@ func (s *SourceFacts) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) 
 		return fmt.Errorf("schema: %s: %w", what, err)
 	}
 	return nil
+}
+
+// RelationName implements RelationNamer: a table, partitioned table or
+// partition with that OID in pg_class.
+func (s *SourceFacts) RelationName(ctx context.Context, relationID uint32) (schema, name string, found bool, err error) {
+	err = s.inTx(ctx, fmt.Sprintf("look up source relation %d", relationID), func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_catalog.pg_class c
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.oid = $1 AND c.relkind IN ('r', 'p')`, relationID).Scan(&schema, &name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	return schema, name, found, err
 }
 
 // commitWaitLimit bounds WaitCommitted: a prepared transaction keeps its lock
@@ -431,7 +460,8 @@ func typeSuffix(rest string) bool {
 
 // IndexDefs implements IndexReader. The index backing the primary key is left
 // out, and so is the replica identity index of a table with REPLICA IDENTITY
-// INDEX (its columns become the target's primary key); invalid indexes (a failed
+// INDEX (its columns become the target's primary key; the primary key's index,
+// if it has one, is then kept as a unique index); invalid indexes (a failed
 // CREATE INDEX CONCURRENTLY) are left out too.
 func (s *SourceFacts) IndexDefs(ctx context.Context, schema, table string) ([]string, error) {
 	var defs []string
@@ -441,7 +471,14 @@ func (s *SourceFacts) IndexDefs(ctx context.Context, schema, table string) ([]st
 		// checked at once, which a transaction legal on the source (UPDATE t
 		// SET pos = 21 - pos) violates midway.
 		rows, err := tx.Query(ctx, `
-SELECT pg_catalog.pg_get_indexdef(i.indexrelid), coalesce(con.condeferrable, false),
+SELECT CASE WHEN i.indisprimary
+            -- the target's primary key (on the replica identity index's
+            -- columns) takes the usual name: this one is kept under another
+            THEN pg_catalog.replace(pg_catalog.pg_get_indexdef(i.indexrelid),
+                 'CREATE UNIQUE INDEX ' || pg_catalog.quote_ident(ic.relname) || ' ON ',
+                 'CREATE UNIQUE INDEX ' || pg_catalog.quote_ident(pg_catalog.left(ic.relname, 56) || '_unique') || ' ON ')
+            ELSE pg_catalog.pg_get_indexdef(i.indexrelid) END,
+       coalesce(con.condeferrable, false),
        coalesce(con.conname::text, ''), coalesce(pg_catalog.pg_get_constraintdef(con.oid), '')
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
@@ -449,7 +486,7 @@ JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
 LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid AND con.contype IN ('u', 'x')
 WHERE n.nspname = $1 AND c.relname = $2
-  AND NOT i.indisprimary AND i.indisvalid
+  AND NOT (i.indisprimary AND c.relreplident <> 'i') AND i.indisvalid
   AND NOT (i.indisreplident AND c.relreplident = 'i')
 ORDER BY ic.relname`, schema, table)
 		if err != nil {

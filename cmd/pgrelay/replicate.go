@@ -177,6 +177,10 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			return err
 		}
 	}
+	if len(pre.Keyless) > 0 {
+		log.Warn("published tables without a replica identity: UPDATE and DELETE on them now FAIL ON THE SOURCE (cannot update table because it does not have a replica identity and publishes updates); give each a primary key or run ALTER TABLE … REPLICA IDENTITY FULL, or leave them out with PGRELAY_TABLES",
+			"publication", cfg.Publication, "tables", strings.Join(pre.Keyless, ", "))
+	}
 
 	unlock, err := lockSlot(ctx, cfg.TargetURL, cfg.Slot, log)
 	if err != nil {
@@ -204,6 +208,12 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 
 	facts := schema.NewSourceFacts(srcConn)
 	cat := schema.NewCatalog(facts)
+	// Asked from the goroutine that applies, like the catalog's facts.
+	if pg, ok := tgt.(*postgres.Sink); ok {
+		if namer, ok := facts.(schema.RelationNamer); ok {
+			pg.LocateRelations(namer, log)
+		}
+	}
 	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn, progress: e.stderr}
 	repl, syncLSN, err := sd.seed(ctx)
 	if err != nil {
@@ -242,6 +252,11 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 				return *snap, true
 			}
 			return source.TxidSnapshot{}, false
+		}
+	}
+	if twoPhase {
+		acfg.TxnAborted = func(ctx context.Context, xid uint32) (bool, error) {
+			return sourceTxnAborted(ctx, cfg.SourceURL, xid)
 		}
 	}
 	applier, err := apply.New(acfg, tgt, cat, log)
@@ -560,4 +575,21 @@ func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
 		return fmt.Errorf("target: the role %s", strings.Join(problems, "; and "))
 	}
 	return nil
+}
+
+// sourceTxnAborted tells whether source transaction xid (32 bits, as pgoutput
+// sends it) was rolled back. Its epoch is the current one unless the xid is
+// above the current counter's low half, then the one before. Two-phase
+// decoding needs PostgreSQL 15, so pg_xact_status is there.
+func sourceTxnAborted(ctx context.Context, url string, xid uint32) (bool, error) {
+	var status *string
+	err := withSourceConn(ctx, url, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `WITH cur AS (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint AS x)
+			SELECT pg_catalog.pg_xact_status(((CASE WHEN $1::bigint <= (x & 4294967295) THEN x >> 32 ELSE (x >> 32) - 1 END) << 32 | $1::bigint)::text::xid8)
+			FROM cur`, int64(xid)).Scan(&status)
+	})
+	if err != nil {
+		return false, err
+	}
+	return status != nil && *status == "aborted", nil
 }
