@@ -1356,3 +1356,17 @@ func testE2EPreparedRolledBackBeforeDecoding(t *testing.T, major int) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2EIdentityIndexAndPrimaryKey: REPLICA IDENTITY USING INDEX on a table
+// that also has a primary key: the target's key is on the identity columns,
+// and the primary key stays unique there too.
+func TestE2EIdentityIndexAndPrimaryKey(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE ri (id int PRIMARY KEY, code text NOT NULL, v text); CREATE UNIQUE INDEX ri_code ON ri (code);
+		ALTER TABLE ri REPLICA IDENTITY USING INDEX ri_code; INSERT INTO ri VALUES (1, 'a', 'x'), (2, 'b', 'y')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	if _, err := e.tgt.Conn(t).Exec(e2eCtx(t, time.Minute), "INSERT INTO public.ri VALUES (1, 'c', 'dup')"); err == nil {
+		t.Errorf("the target accepted a duplicate of the source's primary key")
+	}
+}
