@@ -1370,3 +1370,23 @@ func TestE2EIdentityIndexAndPrimaryKey(t *testing.T) {
 		t.Errorf("the target accepted a duplicate of the source's primary key")
 	}
 }
+
+// TestE2ECompositeAttributeAddedWhileStreaming: an attribute added to a
+// composite type after rows of a table using it were streamed in the same
+// session. pgoutput sends no new Relation message for the table; the row that
+// uses the attribute fails on the target, and a new session (whose Relation
+// messages carry the type's new definition) applies it.
+func TestE2ECompositeAttributeAddedWhileStreaming(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TYPE ca_pair AS (x int, y text); CREATE TABLE ca (id int PRIMARY KEY, p ca_pair)")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "INSERT INTO ca VALUES (1, ROW(1, 'a'))")
+	e2eSync(t, e, p, time.Minute)
+	e.src.Exec(t, "ALTER TYPE ca_pair ADD ATTRIBUTE z numeric; INSERT INTO ca VALUES (2, ROW(2, 'b', 2.5))")
+	e2eSync(t, e, p, 2*time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

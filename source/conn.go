@@ -642,6 +642,10 @@ func classifyPgError(err error, slot string) error {
 		return fmt.Errorf("%w: %s: raise max_replication_slots (restart needed) or drop an unused slot", ErrNoFreeSlot, pgErr.Message)
 	case pgErr.Code == "42501" && strings.Contains(pgErr.Message, "replication"):
 		return fmt.Errorf("%w: %s: run ALTER ROLE <user> REPLICATION; as a superuser", ErrNoReplicationRole, pgErr.Message)
+	case strings.Contains(pgErr.Message, "could not map filenumber") || strings.Contains(pgErr.Message, "could not map filenode"):
+		// Seen on 16 and 18: DDL in a rolled-back savepoint of a transaction
+		// decoded in streaming mode.
+		return fmt.Errorf("%w: the source's decoder failed on a large transaction with DDL in a rolled-back savepoint (a PostgreSQL bug of streaming mode): run with PGRELAY_STREAMING=off, which decodes large transactions at commit, until past it", err)
 	}
 	return err
 }

@@ -103,6 +103,11 @@ func isRetryable(err error, lost bool) bool {
 		if pgErr.Code == "22P02" && strings.HasPrefix(pgErr.Message, "invalid input value for enum") {
 			return true
 		}
+		// Likewise an attribute added to a composite type: its rows do not
+		// fit the target's type until the next Relation message.
+		if pgErr.Code == "22P02" && strings.HasPrefix(pgErr.Message, "malformed record literal") {
+			return true
+		}
 		return retryableCodes[pgErr.Code] || strings.HasPrefix(pgErr.Code, "08")
 	}
 	return lost || pgconn.SafeToRetry(err)
