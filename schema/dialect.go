@@ -45,4 +45,8 @@ type Dialect interface {
 	// relation): rename, added/dropped/renamed columns, type, NOT NULL and default
 	// changes, primary key change.
 	AlterTable(prev, t *Table) ([]string, error)
+	// MoveTable renames the target table fromSchema.fromName to
+	// toSchema.toName, creating toSchema when missing; nothing when both are
+	// the same.
+	MoveTable(fromSchema, fromName, toSchema, toName string) []string
 }

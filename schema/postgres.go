@@ -294,6 +294,19 @@ func (d PostgresDialect) CreateTable(t *Table) ([]string, error) {
 	return []string{"CREATE TABLE IF NOT EXISTS " + d.tableName(t) + " " + body}, nil
 }
 
+// MoveTable implements Dialect: SET SCHEMA first, then RENAME.
+func (d PostgresDialect) MoveTable(fromSchema, fromName, toSchema, toName string) []string {
+	var stmts []string
+	if fromSchema != toSchema {
+		stmts = append(stmts, d.CreateSchema(toSchema),
+			"ALTER TABLE "+d.qualified(fromSchema, fromName)+" SET SCHEMA "+d.QuoteIdent(toSchema))
+	}
+	if fromName != toName {
+		stmts = append(stmts, "ALTER TABLE "+d.qualified(toSchema, fromName)+" RENAME TO "+d.QuoteIdent(toName))
+	}
+	return stmts
+}
+
 // AlterTable implements Dialect. Statements come in this order: move and rename
 // the table, drop the primary key when the key changes, drop columns, rename
 // columns, add columns, change types, defaults and NOT NULL, add the new primary
@@ -323,13 +336,7 @@ func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
 	var stmts []string
 	prevSchema, prevName := d.TargetTable(prev)
 	newSchema, newName := d.TargetTable(t)
-	if prevSchema != newSchema {
-		stmts = append(stmts, d.CreateSchema(newSchema),
-			"ALTER TABLE "+d.qualified(prevSchema, prevName)+" SET SCHEMA "+d.QuoteIdent(newSchema))
-	}
-	if prevName != newName {
-		stmts = append(stmts, "ALTER TABLE "+d.qualified(newSchema, prevName)+" RENAME TO "+d.QuoteIdent(newName))
-	}
+	stmts = append(stmts, d.MoveTable(prevSchema, prevName, newSchema, newName)...)
 	table := d.qualified(newSchema, newName)
 	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
 

@@ -435,3 +435,20 @@ func TestMatchColumnsUnknownAttnum(t *testing.T) {
 		t.Fatalf("w paired with v: %v", m.newOf)
 	}
 }
+
+func TestPostgresMoveTable(t *testing.T) {
+	for _, tc := range []struct {
+		from, to [2]string
+		want     string
+	}{
+		{[2]string{"s", "a"}, [2]string{"s", "a"}, ""},
+		{[2]string{"s", "a"}, [2]string{"s", `b"x`}, `ALTER TABLE "s"."a" RENAME TO "b""x"`},
+		{[2]string{"s", "a"}, [2]string{"T", "a"}, `CREATE SCHEMA IF NOT EXISTS "T";ALTER TABLE "s"."a" SET SCHEMA "T"`},
+		{[2]string{"s", "a"}, [2]string{"T", "b"}, `CREATE SCHEMA IF NOT EXISTS "T";ALTER TABLE "s"."a" SET SCHEMA "T";ALTER TABLE "T"."a" RENAME TO "b"`},
+	} {
+		got := strings.Join(Postgres.MoveTable(tc.from[0], tc.from[1], tc.to[0], tc.to[1]), ";")
+		if got != tc.want {
+			t.Errorf("MoveTable(%v, %v) = %s, want %s", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

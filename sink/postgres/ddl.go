@@ -12,35 +12,6 @@ import (
 	"github.com/pgrelay/pgrelay/schema"
 )
 
-// storedDefinition reads the definition t's target table was last built to, nil
-// when none is recorded: the one stored under t's target name or, failing that,
-// the latest one of the same source table (slot and relation OID) stored under
-// another name, when the table was renamed or moved to another schema on the
-// source while pgrelay was stopped.
-func storedDefinition(ctx context.Context, conn *pgx.Conn, d schema.Dialect, slot string, t *schema.Table) (*schema.Table, error) {
-	sch, name := d.TargetTable(t)
-	var oid any // NULL when unknown: matches nothing
-	if t.RelationID != 0 {
-		oid = t.RelationID
-	}
-	var def []byte
-	err := conn.QueryRow(ctx, `SELECT definition FROM pgrelay.relation
-		WHERE (schema = $1 AND name = $2) OR (slot = $3 AND relation_oid = $4)
-		ORDER BY (schema = $1 AND name = $2) DESC, updated_at DESC LIMIT 1`,
-		sch, name, slot, oid).Scan(&def)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the stored definition: %w", err)
-	}
-	var prev schema.Table
-	if err := json.Unmarshal(def, &prev); err != nil {
-		return nil, fmt.Errorf("decode the stored definition: %w", err)
-	}
-	return &prev, nil
-}
-
 // relationOID is t's source relation OID as a text parameter, NULL when unknown.
 func relationOID(t *schema.Table) []byte {
 	if t.RelationID == 0 {
@@ -80,15 +51,13 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	stored, err := storedDefinition(ctx, conn, s.dialect, s.slot, t)
+	pl, err := s.place(ctx, conn, t, prev)
 	if err != nil {
 		return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 	}
-	if stored != nil {
-		prev = stored
-		if schema.SameDefinition(prev, t) {
-			return nil
-		}
+	prev = pl.prev
+	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) {
+		return nil
 	}
 	def, err := json.Marshal(t)
 	if err != nil {
@@ -132,6 +101,15 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	ddl = append(ddl, more...)
 
+	beforeMoves, err := s.moveStatements(pl.before, pl.defs)
+	if err != nil {
+		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+	}
+	afterMoves, err := s.moveStatements(pl.after, pl.defs)
+	if err != nil {
+		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+	}
+
 	tx := s.cur
 	own := tx == nil
 	if own {
@@ -148,6 +126,9 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return err
 	}
 	tx.queueBegin()
+	// Another relation's table standing on t's name moves first, and, when it
+	// goes to the name t's table leaves, only after t's table left it.
+	tx.queueMoves(qname, beforeMoves)
 	for _, stmt := range ddl {
 		tx.batch.ExecParams(stmt, nil, nil, nil, nil)
 		tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
@@ -167,6 +148,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 			relation_oid = excluded.relation_oid, updated_at = now()`,
 		[][]byte{[]byte(sch), []byte(name), def, nullIfEmpty(s.slot), relationOID(t)}, nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
+	tx.queueMoves(qname, afterMoves)
 	if own {
 		tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)
 		tx.ops = append(tx.ops, op{kind: opCommit, table: qname})
@@ -182,6 +164,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if err != nil {
 		return err
 	}
+	s.logMoves(t, pl)
 	if prev != nil {
 		s.forget(prev)
 	}

@@ -60,6 +60,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,11 +152,13 @@ type Sink struct {
 	canPrepare  bool
 	tables      map[*schema.Table]*tableStatements
 	stmtSeq     int
-	deallocate  []string           // prepared statements of replaced table versions
-	retired     []*tableStatements // forgotten during the open transaction
-	cur         *Tx                // the open transaction, if any
-	fill        sink.FillResolver  // fill values of columns prepared transactions added
-	copyScratch []byte             // reused COPY buffer of the apply connection
+	deallocate  []string             // prepared statements of replaced table versions
+	retired     []*tableStatements   // forgotten during the open transaction
+	cur         *Tx                  // the open transaction, if any
+	fill        sink.FillResolver    // fill values of columns prepared transactions added
+	namer       schema.RelationNamer // where a source relation is now (identity.go)
+	log         *slog.Logger
+	copyScratch []byte // reused COPY buffer of the apply connection
 
 	stats stats
 

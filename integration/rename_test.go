@@ -1,0 +1,150 @@
+package integration
+
+// A target table belongs to one source table, known by its OID, not by its
+// name: names swap, and a name left by a table renamed or dropped on the source
+// is taken by the next one created. Each test runs its steps with pgrelay
+// stopped (the next run finds what changed) and while it runs.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// renameTables lists the target's tables outside pgrelay's schema (and the
+// sync table e2eSync adds), schema-qualified, comma-separated.
+const renameTables = `SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY schemaname, tablename)
+	FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema', 'pgrelay') AND tablename <> 'e2e_sync'`
+
+// renameRows is the rows of a table as "id v" pairs in id order.
+func renameRows(table string) string {
+	return "SELECT coalesce(string_agg(id || ' ' || v, ',' ORDER BY id), '') FROM " + table
+}
+
+// renameCheck compares source and target, then checks the target's tables and
+// that each table pgrelay.relation keeps for the slot is stored with the OID
+// of the source table of that name.
+func renameCheck(t *testing.T, e *e2eEnv, step, wantTables string) {
+	t.Helper()
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, renameTables); got != wantTables {
+		t.Errorf("%s: target tables %s, want %s", step, got, wantTables)
+	}
+	stored := e.tgt.QueryString(t, `SELECT string_agg(schema || '.' || name || '=' || relation_oid, ',' ORDER BY schema, name)
+		FROM pgrelay.relation WHERE slot = $1 AND relation_oid IS NOT NULL AND name <> 'e2e_sync'`, e.slot)
+	for _, entry := range strings.Split(stored, ",") {
+		name, oid, _ := strings.Cut(entry, "=")
+		if src := e.src.QueryString(t, "SELECT coalesce((SELECT oid::text FROM pg_class WHERE oid = to_regclass($1)), 'none')", name); src != oid {
+			t.Errorf("%s: pgrelay.relation keeps %s as source relation %s; the source's %s is %s", step, name, oid, name, src)
+		}
+	}
+}
+
+// TestE2ETablesSwapNames: two tables swap names in one source transaction,
+// then get rows. Each target table must follow its source table (by OID):
+// rows of the table now named a go to the target table holding its older rows.
+func TestE2ETablesSwapNames(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE sw_a (id int PRIMARY KEY, v text); INSERT INTO sw_a VALUES (1, 'a1'), (2, 'a2');
+		CREATE TABLE sw_b (id int PRIMARY KEY, v text); INSERT INTO sw_b VALUES (1, 'b1'), (2, 'b2')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	swap := "BEGIN; ALTER TABLE sw_a RENAME TO sw_tmp; ALTER TABLE sw_b RENAME TO sw_a; ALTER TABLE sw_tmp RENAME TO sw_b; COMMIT"
+
+	// Stopped; the table now named b (a's rows) gets the first change.
+	e.src.Exec(t, swap)
+	e.src.Exec(t, "INSERT INTO sw_b VALUES (3, 'a3'); INSERT INTO sw_a VALUES (3, 'b3'); UPDATE sw_b SET v = 'a1x' WHERE id = 1")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	renameCheck(t, e, "swapped while stopped", "public.sw_a,public.sw_b")
+	if got := e.tgt.QueryString(t, renameRows("sw_a")); got != "1 b1,2 b2,3 b3" {
+		t.Errorf("swapped while stopped: target sw_a holds %s, want b's rows", got)
+	}
+
+	// Running; swapped back, and the table now named a gets the first change.
+	p := e.start("replicate")
+	e2eSync(t, e, p, 2*time.Minute)
+	e.src.Exec(t, swap)
+	e.src.Exec(t, "INSERT INTO sw_a VALUES (4, 'a4'); INSERT INTO sw_b VALUES (4, 'b4'); UPDATE sw_b SET v = 'b2x' WHERE id = 2")
+	e2eSync(t, e, p, 2*time.Minute)
+	renameCheck(t, e, "swapped back while running", "public.sw_a,public.sw_b")
+	if got := e.tgt.QueryString(t, renameRows("sw_a")); got != "1 a1x,2 a2,3 a3,4 a4" {
+		t.Errorf("swapped back while running: target sw_a holds %s, want a's rows", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d; log:\n%s", code, p.logs())
+	}
+}
+
+// TestE2ETableNameReused: a table is renamed and a new table is created under
+// its old name. The new one is created on the target; the old target table
+// follows its source table to its new name with its rows, also when the old
+// table gets no change (its new name is read from the source catalog) and when
+// the new table's columns have other types.
+func TestE2ETableNameReused(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE nr_b (id int PRIMARY KEY, v text); INSERT INTO nr_b VALUES (1, 'old1'), (2, 'old2');
+		CREATE TABLE nr_c (id int PRIMARY KEY, v text); INSERT INTO nr_c VALUES (1, 'c1'), (2, 'c2')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+
+	// Stopped, the same columns; only the new table gets rows.
+	e.src.Exec(t, `ALTER TABLE nr_b RENAME TO nr_b_old; CREATE TABLE nr_b (id int PRIMARY KEY, v text);
+		INSERT INTO nr_b VALUES (3, 'new3'), (4, 'new4')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	renameCheck(t, e, "same columns, stopped", "public.nr_b,public.nr_b_old,public.nr_c")
+
+	// Running, other column types; the old table changes after the new one.
+	p := e.start("replicate")
+	e2eSync(t, e, p, 2*time.Minute)
+	e.src.Exec(t, `ALTER TABLE nr_c RENAME TO nr_c_old; CREATE TABLE nr_c (id bigint PRIMARY KEY, v int, d date);
+		INSERT INTO nr_c VALUES (1, 7, '2024-01-01'), (5, 8, NULL)`)
+	e.src.Exec(t, "UPDATE nr_c_old SET v = 'c2x' WHERE id = 2; INSERT INTO nr_b_old VALUES (3, 'old3')")
+	e2eSync(t, e, p, 2*time.Minute)
+	renameCheck(t, e, "other types, running", "public.nr_b,public.nr_b_old,public.nr_c,public.nr_c_old")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d; log:\n%s", code, p.logs())
+	}
+}
+
+// TestE2ETableDroppedAndCreatedAgain: a table is dropped and created again
+// under the same name. The new target table starts empty; the dropped table's
+// target table is kept under <name>_pgrelay_dropped_<oid>, with a warning.
+func TestE2ETableDroppedAndCreatedAgain(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE dc_b (id int PRIMARY KEY, v text); INSERT INTO dc_b VALUES (1, 'old1'), (2, 'old2');
+		CREATE TABLE dc_c (id int PRIMARY KEY, v text); INSERT INTO dc_c VALUES (1, 'c1'), (2, 'c2')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	oidB := e.src.QueryString(t, "SELECT 'dc_b'::regclass::oid::text")
+	oidC := e.src.QueryString(t, "SELECT 'dc_c'::regclass::oid::text")
+	warned := func(p *e2eProc, table, oid string) {
+		t.Helper()
+		l, ok := p.findLog("target table renamed aside")
+		if !ok || l.str("level") != "WARN" || l.str("table") != "public."+table || l.str("renamed_to") != "public."+table+"_pgrelay_dropped_"+oid {
+			t.Errorf("no warning naming %s and where it went (got %v); log:\n%s", table, l, p.logs())
+		}
+	}
+
+	// Stopped, the same columns.
+	e.src.Exec(t, "DROP TABLE dc_b; CREATE TABLE dc_b (id int PRIMARY KEY, v text); INSERT INTO dc_b VALUES (3, 'new3'), (4, 'new4')")
+	p := e.mustRun(3*time.Minute, "migrate")
+	p.waitLog(t, "caught up", 0)
+	warned(p, "dc_b", oidB)
+	renameCheck(t, e, "dropped while stopped", fmt.Sprintf("public.dc_b,public.dc_b_pgrelay_dropped_%s,public.dc_c", oidB))
+	if got := e.tgt.QueryString(t, renameRows("dc_b_pgrelay_dropped_"+oidB)); got != "1 old1,2 old2" {
+		t.Errorf("the dropped table's rows on the target: %s, want 1 old1,2 old2", got)
+	}
+
+	// Running, other column types.
+	p = e.start("replicate")
+	e2eSync(t, e, p, 2*time.Minute)
+	e.src.Exec(t, "DROP TABLE dc_c; CREATE TABLE dc_c (id bigint PRIMARY KEY, v numeric); INSERT INTO dc_c VALUES (7, 1.5)")
+	e2eSync(t, e, p, 2*time.Minute)
+	warned(p, "dc_c", oidC)
+	renameCheck(t, e, "dropped while running",
+		fmt.Sprintf("public.dc_b,public.dc_b_pgrelay_dropped_%s,public.dc_c,public.dc_c_pgrelay_dropped_%s", oidB, oidC))
+	if got := e.tgt.QueryString(t, renameRows("dc_c_pgrelay_dropped_"+oidC)); got != "1 c1,2 c2" {
+		t.Errorf("the dropped table's rows on the target: %s, want 1 c1,2 c2", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d; log:\n%s", code, p.logs())
+	}
+}
