@@ -323,7 +323,7 @@ func (a *Applier) settle(ctx context.Context) error {
 	}
 	a.outstanding = nil
 	if err := a.async.Settle(ctx); err != nil {
-		return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", oc.txns, oc.p.LSN, err)
+		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(oc.txns), oc.p.LSN, err)
 	}
 	a.setDurable(oc.p.LSN)
 	return a.deliver(ctx, oc.msgs)
@@ -609,7 +609,7 @@ func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 	p := a.applied
 	if atx, ok := tx.(sink.AsyncTx); ok && a.async != nil {
 		if err := atx.CommitAsync(ctx, p); err != nil {
-			return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", a.groupTxns, p.LSN, err)
+			return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.groupTxns), p.LSN, err)
 		}
 		a.tx = nil
 		a.outstanding = &outstandingCommit{p: p, txns: a.groupTxns, msgs: a.groupMsgs}
@@ -617,13 +617,24 @@ func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 		return nil
 	}
 	if err := tx.Commit(ctx, p); err != nil {
-		return fmt.Errorf("apply: commit of %d source transactions up to %s: %w", a.groupTxns, p.LSN, err)
+		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.groupTxns), p.LSN, err)
 	}
 	a.tx = nil
 	a.setDurable(p.LSN)
 	msgs := a.groupMsgs
 	a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
 	return a.deliver(ctx, msgs)
+}
+
+// sourceTxns says how many source transactions a target commit held.
+func sourceTxns(n int) string {
+	switch n {
+	case 0:
+		return "the stored position"
+	case 1:
+		return "1 source transaction"
+	}
+	return fmt.Sprintf("%d source transactions", n)
 }
 
 func (a *Applier) deliver(ctx context.Context, msgs []pendingMessage) error {

@@ -426,6 +426,11 @@ func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replicat
 		case "28P01":
 			msg = fmt.Sprintf(side+": password authentication failed for user %q at %s: check the user and password in the "+side+" URL", cfg.User, where)
 		case "28000":
+			if strings.Contains(pgErr.Message, "does not exist") {
+				// "role … does not exist": no pg_hba.conf line would help.
+				msg = fmt.Sprintf(side+": %s at %s: fix the user in the "+side+" URL, or create the role (CREATE ROLE %s LOGIN …)", pgErr.Message, where, quoteIdent(cfg.User))
+				break
+			}
 			msg = fmt.Sprintf(side+": %s rejected for user %q at %s: %s: allow it in pg_hba.conf and reload the server", kind, cfg.User, where, pgErr.Message)
 		case "42501":
 			msg = fmt.Sprintf(side+": role %q may not open a replication connection (%s): run ALTER ROLE %s REPLICATION; as a superuser",

@@ -301,6 +301,8 @@ var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 // the first problem as one line naming the variable and what is expected. The
 // URLs are required only as n says; a URL that is set is always checked.
 func (c *Config) Validate(n need) error {
+	// Every bad setting is reported, not only the first.
+	var errs []error
 	def := func(field *string, key string) {
 		*field = strings.ToLower(strings.TrimSpace(*field))
 		if *field == "" {
@@ -321,49 +323,49 @@ func (c *Config) Validate(n need) error {
 
 	if c.SourceURL == "" {
 		if n&needSource != 0 {
-			return fmt.Errorf("%s is required: set it to the source PostgreSQL URL, e.g. postgres://user@host:5432/db", envName(keySourceURL))
+			errs = append(errs, fmt.Errorf("%s is required: set it to the source PostgreSQL URL, e.g. postgres://user@host:5432/db", envName(keySourceURL)))
 		}
 	} else if err := checkSourceURL(c.SourceURL); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.TargetURL == "" {
 		if n&needTarget != 0 {
-			return fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL))
+			errs = append(errs, fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL)))
 		}
 	} else if err := checkTargetURL(c.TargetURL); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if !slotNameRE.MatchString(c.Slot) {
-		return fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keySlot), c.Slot)
+		errs = append(errs, fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keySlot), c.Slot))
 	}
 	if !slotNameRE.MatchString(c.Publication) {
-		return fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keyPublication), c.Publication)
+		errs = append(errs, fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keyPublication), c.Publication))
 	}
 	for _, t := range c.Tables {
 		if _, _, err := source.SplitTableName(t); err != nil {
-			return fmt.Errorf("%s entry %q: expected schema.table, e.g. public.orders (quote a name with capitals or dots: public.\"Orders\")", envName(keyTables), t)
+			errs = append(errs, fmt.Errorf("%s entry %q: expected schema.table, e.g. public.orders (quote a name with capitals or dots: public.\"Orders\")", envName(keyTables), t))
 		}
 	}
 	if err := oneOf(keySnapshot, c.Snapshot, "auto", "always", "never"); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if err := oneOf(keyTwoPhase, c.TwoPhase, "auto", "on", "off"); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if err := oneOf(keyStreaming, c.Streaming, "auto", "on", "off", "parallel"); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if err := oneOf(keyLogFormat, c.LogFormat, "text", "json"); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if err := oneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.MetricsAddr != "" {
 		host, port, err := net.SplitHostPort(c.MetricsAddr)
 		p, perr := strconv.ParseUint(port, 10, 16)
 		if err != nil || perr != nil || (p == 0 && port != "0") || strings.ContainsAny(host, " /") {
-			return fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr)
+			errs = append(errs, fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr))
 		}
 	}
 
@@ -373,15 +375,15 @@ func (c *Config) Validate(n need) error {
 	}
 	d, err := time.ParseDuration(raw)
 	if err != nil || d < 100*time.Millisecond || d > time.Hour {
-		return fmt.Errorf("%s=%q: expected a duration between 100ms and 1h, e.g. 10s", envName(keyStatusInterval), c.rawStatusInterval)
+		errs = append(errs, fmt.Errorf("%s=%q: expected a duration between 100ms and 1h, e.g. 10s", envName(keyStatusInterval), c.rawStatusInterval))
 	}
 	c.StatusInterval = d
 
 	if c.TailBinary, err = parseBool(keyTailBinary, c.rawTailBinary); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.KeepOrder, err = parseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 
 	raw = strings.TrimSpace(c.rawCopyWorkers)
@@ -390,7 +392,7 @@ func (c *Config) Validate(n need) error {
 	}
 	w, err := strconv.Atoi(raw)
 	if err != nil || w < 0 || w > 256 {
-		return fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers)
+		errs = append(errs, fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers))
 	}
 	c.CopyWorkers = w
 
@@ -400,7 +402,7 @@ func (c *Config) Validate(n need) error {
 	}
 	rows, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || rows < 0 || rows > 10_000_000 {
-		return fmt.Errorf("%s=%q: expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table", envName(keyVerifyChunk), c.rawVerifyChunk)
+		errs = append(errs, fmt.Errorf("%s=%q: expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table", envName(keyVerifyChunk), c.rawVerifyChunk))
 	}
 	c.VerifyChunkRows = rows
 
@@ -409,11 +411,30 @@ func (c *Config) Validate(n need) error {
 		raw = defaultOf(keyVerifyWait)
 	}
 	if d, err = time.ParseDuration(raw); err != nil || d < 0 || d > time.Hour {
-		return fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait)
+		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait))
 	}
 	c.VerifyWait = d
-	return nil
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return settingErrors(errs)
 }
+
+// settingErrors are several bad settings, reported on one line.
+type settingErrors []error
+
+func (e settingErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e settingErrors) Unwrap() []error { return e }
 
 // parseBool reads the boolean setting key from raw, its default when empty.
 func parseBool(key, raw string) (bool, error) {

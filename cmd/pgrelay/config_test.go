@@ -160,6 +160,8 @@ func TestConfigErrors(t *testing.T) {
 			`PGRELAY_CONFIG="/etc/pgrelay.ini": expected a file ending in .yaml, .yml, .toml, .json or .env`},
 		{"config missing", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_CONFIG": "/nonexistent/pgrelay.yaml"}, needSource,
 			`PGRELAY_CONFIG="/nonexistent/pgrelay.yaml": file not found`},
+		{"two bad settings", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_SNAPSHOT": "sometimes", "PGRELAY_STATUS_INTERVAL": "5ms"}, needSource,
+			`PGRELAY_SNAPSHOT="sometimes": expected auto, always or never; PGRELAY_STATUS_INTERVAL="5ms": expected a duration between 100ms and 1h, e.g. 10s`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

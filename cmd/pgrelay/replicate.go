@@ -490,7 +490,7 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 	for _, q := range seqs {
 		if !q.Readable {
 			e.log.Warn("sequence not set on the target: the source role may not read it",
-				"sequence", q.Schema+"."+q.Name, "fix", fmt.Sprintf("GRANT SELECT ON SEQUENCE %s TO <the source role>", pgx.Identifier{q.Schema, q.Name}.Sanitize()))
+				"sequence", q.Schema+"."+q.Name, "fix", fmt.Sprintf("GRANT SELECT ON SEQUENCE %s TO %s", pgx.Identifier{q.Schema, q.Name}.Sanitize(), pgx.Identifier{srcConn.Config().User}.Sanitize()))
 			continue
 		}
 		readable = append(readable, q)
