@@ -125,6 +125,7 @@ type tableRun struct {
 	// goes in COPY binary format, nil when it goes in text.
 	casts     []string
 	chunks    int
+	started   atomic.Bool // a worker took its first job: copying
 	remaining atomic.Int32
 	rows      atomic.Int64
 	bytes     atomic.Int64
@@ -154,7 +155,7 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 
 	// Empty what must be emptied once, before any range of it loads.
 	for _, r := range runs {
-		if err := target.SetTableState(ctx, cfg.Slot, sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TableCopying}); err != nil {
+		if err := target.SetTableState(ctx, cfg.Slot, sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TablePending}); err != nil {
 			return Result{}, err
 		}
 		if r.Clean {
@@ -204,6 +205,12 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 			}
 			defer conn.Close(context.WithoutCancel(gctx))
 			for j := range queue {
+				if j.table.started.CompareAndSwap(false, true) {
+					t := j.table.Table.Table
+					if err := target.SetTableState(gctx, cfg.Slot, sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopying}); err != nil {
+						return err
+					}
+				}
 				if err := copyJob(gctx, conn, j, target); err != nil {
 					return err
 				}
