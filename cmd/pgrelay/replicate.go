@@ -414,7 +414,7 @@ var errMigrateInterrupted = errors.New("migrate: stopped by a signal before the 
 // startWhenFree starts replication, waiting while another process streams from
 // the slot (a second instance takes over when the first one dies).
 func startWhenFree(ctx context.Context, repl *source.ReplConn, cfg *Config, start source.LSN, opts source.StreamOptions, log *slog.Logger) (*source.Stream, error) {
-	warned := false
+	var warned time.Time
 	for {
 		st, err := repl.StartReplication(ctx, cfg.Slot, start, opts)
 		if err == nil {
@@ -423,9 +423,13 @@ func startWhenFree(ctx context.Context, repl *source.ReplConn, cfg *Config, star
 		if !errors.Is(err, source.ErrSlotInUse) {
 			return nil, err
 		}
-		if !warned {
-			log.Warn("slot is in use by another process; waiting for it to become free", "slot", cfg.Slot)
-			warned = true
+		// Said at once, then every minute: a process that never lets go
+		// (a walsender left behind by a client killed while creating the
+		// slot) must not look like a pgrelay waiting for nothing.
+		if time.Since(warned) > time.Minute {
+			log.Warn("slot is in use by another process; waiting for it to become free (if no other pgrelay streams from it, end that process on the source: SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '"+cfg.Slot+"')",
+				"slot", cfg.Slot, "error", err.Error())
+			warned = time.Now()
 		}
 		select {
 		case <-ctx.Done():
