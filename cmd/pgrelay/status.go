@@ -24,6 +24,9 @@ type statusReport struct {
 		WALStatus         string `json:"wal_status,omitempty"`
 		TwoPhase          bool   `json:"two_phase"`
 		ConfirmedFlushLSN string `json:"confirmed_flush_lsn,omitempty"`
+		// Invalidated: the slot can no longer stream (the WAL it needed is gone).
+		Invalidated        bool   `json:"invalidated"`
+		InvalidationReason string `json:"invalidation_reason,omitempty"`
 	} `json:"slot"`
 	SourceWALLSN   string       `json:"source_wal_lsn"`
 	AppliedLSN     string       `json:"applied_lsn"`
@@ -101,6 +104,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	r.Slot.Name, r.Slot.Exists, r.Slot.Active, r.Slot.ActivePID = cfg.Slot, slot.Exists, slot.Active, slot.ActivePID
 	r.Slot.WALStatus, r.Slot.TwoPhase = slot.WALStatus, slot.TwoPhase
+	r.Slot.Invalidated, r.Slot.InvalidationReason = slot.Exists && slot.Invalidated(), slot.InvalidationReason
 	if slot.Exists {
 		r.Slot.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
 	}
@@ -180,9 +184,12 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	slotLine := "missing"
 	if slot.Exists {
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
-		if slot.Active {
+		switch {
+		case r.Slot.Invalidated:
+			slotLine += ", INVALIDATED (" + orDash(slot.InvalidationReason) + "): it cannot stream any more; run migrate or replicate with PGRELAY_SNAPSHOT=always to copy the tables anew"
+		case slot.Active:
 			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
-		} else {
+		default:
 			slotLine += ", idle"
 		}
 	}
