@@ -1098,6 +1098,11 @@ func testE2EPreparedDDLRestart(t *testing.T, major int) {
 		}
 	}
 	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	// status answers meanwhile (PostgreSQL 18's pg_publication_tables waits
+	// for the lock; status says what it could not list instead).
+	if st, code := e.run(time.Minute, "status"); code != 0 {
+		t.Errorf("status while a prepared transaction holds a table's lock: exit %d; log:\n%s", code, st.logs())
+	}
 	p.kill()
 	e.src.Exec(t, "CREATE TABLE other (id int PRIMARY KEY); INSERT INTO other VALUES (1)")
 	p = e.start("replicate")

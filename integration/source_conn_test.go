@@ -734,8 +734,12 @@ func TestSlotInvalidated(t *testing.T) {
 			}
 			_, err = source.Preflight(ctx, pg.URL(), source.ConnConfig{Slot: "doomed", Publication: "pub"})
 			t.Logf("preflight error:\n%s", err)
-			if !errors.Is(err, source.ErrSlotInvalidated) || !strings.Contains(err.Error(), "SELECT pg_drop_replication_slot('doomed');") {
+			if !errors.Is(err, source.ErrSlotInvalidated) || !strings.Contains(err.Error(), "PGRELAY_SNAPSHOT=always") {
 				t.Fatalf("preflight: %v", err)
+			}
+			// PGRELAY_SNAPSHOT=always replaces it: no problem then.
+			if _, err := source.Preflight(ctx, pg.URL(), source.ConnConfig{Slot: "doomed", Publication: "pub", ReplaceSlot: true}); errors.Is(err, source.ErrSlotInvalidated) {
+				t.Fatalf("preflight for a run that replaces the slot: %v", err)
 			}
 			// Streaming from it fails recognizably as well.
 			rc, err := source.Connect(ctx, pg.URL())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -35,6 +36,8 @@ type PreflightResult struct {
 	// replica identity: no primary key under REPLICA IDENTITY DEFAULT, or
 	// NOTHING. Once published, UPDATE and DELETE on them fail on the source.
 	Keyless []string
+	// KeylessUnknown: the check could not run, LockedHint.
+	KeylessUnknown bool
 	// Problems holds one actionable error per failed check (also returned, joined,
 	// as Preflight's error).
 	Problems []error
@@ -207,17 +210,25 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 	if len(r.Problems) > 0 {
 		return r, &PreflightError{Problems: r.Problems}
 	}
-	rows, err := conn.Query(ctx, `SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
-		FROM pg_catalog.pg_publication_tables pt
-		JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
-		JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
-		WHERE pt.pubname = $1 AND (c.relreplident = 'n' OR c.relreplident = 'd' AND NOT EXISTS (
-			SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
-		ORDER BY 1`, cfg.Publication)
-	if err == nil {
+	err = WithLockTimeout(ctx, conn, 3*time.Second, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+			FROM pg_catalog.pg_publication_tables pt
+			JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
+			JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
+			WHERE pt.pubname = $1 AND (c.relreplident = 'n' OR c.relreplident = 'd' AND NOT EXISTS (
+				SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+			ORDER BY 1`, cfg.Publication)
+		if err != nil {
+			return err
+		}
 		r.Keyless, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	}
-	if err != nil {
+		return err
+	})
+	switch {
+	case IsLockTimeout(err):
+		// Only a warning was at stake: go on without it.
+		r.KeylessUnknown = true
+	case err != nil:
 		return r, fmt.Errorf("source: list the tables of publication %q without a replica identity: %w", cfg.Publication, err)
 	}
 	return r, nil

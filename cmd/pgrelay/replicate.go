@@ -177,6 +177,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			return err
 		}
 	}
+	if pre.KeylessUnknown {
+		log.Warn("could not check the published tables for a missing replica identity: "+source.LockedHint, "publication", cfg.Publication)
+	}
 	if len(pre.Keyless) > 0 {
 		log.Warn("published tables without a replica identity: UPDATE and DELETE on them now FAIL ON THE SOURCE (cannot update table because it does not have a replica identity and publishes updates); give each a primary key or run ALTER TABLE … REPLICA IDENTITY FULL, or leave them out with PGRELAY_TABLES",
 			"publication", cfg.Publication, "tables", strings.Join(pre.Keyless, ", "))
@@ -486,7 +489,15 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 	if !ok {
 		return nil
 	}
-	seqs, err := source.ReadSequences(ctx, srcConn, e.cfg.Publication)
+	var seqs []source.Sequence
+	err := source.WithLockTimeout(ctx, srcConn, 30*time.Second, func(tx pgx.Tx) error {
+		var err error
+		seqs, err = source.ReadSequences(ctx, tx.Conn(), e.cfg.Publication)
+		return err
+	})
+	if source.IsLockTimeout(err) {
+		return fmt.Errorf("caught up, but the sequences could not be read: %s; once it is released, run pgrelay migrate again to set them: %w", source.LockedHint, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -518,31 +529,35 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
 	var schemas []string
 	err := withSourceConn(ctx, cfg.SourceURL, func(c *pgx.Conn) error {
-		var exists bool
-		if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
+		return source.WithLockTimeout(ctx, c, 3*time.Second, func(tx pgx.Tx) error {
+			var exists bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
+				return err
+			}
+			var rows pgx.Rows
+			var err error
+			switch {
+			case exists:
+				rows, err = tx.Query(ctx, "SELECT DISTINCT schemaname::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", cfg.Publication)
+			case len(cfg.Tables) > 0:
+				rows, err = tx.Query(ctx, `SELECT DISTINCT n.nspname::text FROM unnest($1::text[]) AS t(name)
+					JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(t.name)
+					JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`, cfg.Tables)
+			default:
+				rows, err = tx.Query(ctx, `SELECT DISTINCT n.nspname::text FROM pg_catalog.pg_class c
+					JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+					WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'`)
+			}
+			if err != nil {
+				return err
+			}
+			schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
-		}
-		var rows pgx.Rows
-		var err error
-		switch {
-		case exists:
-			rows, err = c.Query(ctx, "SELECT DISTINCT schemaname::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", cfg.Publication)
-		case len(cfg.Tables) > 0:
-			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM unnest($1::text[]) AS t(name)
-				JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(t.name)
-				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`, cfg.Tables)
-		default:
-			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM pg_catalog.pg_class c
-				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-				WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'`)
-		}
-		if err != nil {
-			return err
-		}
-		schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
+		})
 	})
 	if err != nil {
+		// Preflight reports a source in trouble better; a locked table
+		// leaves the target's privileges to the first CREATE.
 		return nil
 	}
 	var problems []string

@@ -298,15 +298,22 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 // are fine.
 func (s *seeder) checkTargetTables(ctx context.Context) error {
 	var schemas, names []string
-	rows, err := s.srcConn.Query(ctx, "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", s.cfg.Publication)
-	if err != nil {
-		return fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
+	err := source.WithLockTimeout(ctx, s.srcConn, 30*time.Second, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", s.cfg.Publication)
+		if err != nil {
+			return err
+		}
+		var sch, name string
+		_, err = pgx.ForEachRow(rows, []any{&sch, &name}, func() error {
+			schemas, names = append(schemas, sch), append(names, name)
+			return nil
+		})
+		return err
+	})
+	if source.IsLockTimeout(err) {
+		return fmt.Errorf("source: list tables of publication %q: %s; run again once it is released: %w", s.cfg.Publication, source.LockedHint, err)
 	}
-	var sch, name string
-	if _, err := pgx.ForEachRow(rows, []any{&sch, &name}, func() error {
-		schemas, names = append(schemas, sch), append(names, name)
-		return nil
-	}); err != nil {
+	if err != nil {
 		return fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
 	}
 	var occupied []string

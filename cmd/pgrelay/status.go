@@ -36,6 +36,7 @@ type statusReport struct {
 	Seeded         bool         `json:"seeded"`
 	SnapshotLSN    string       `json:"snapshot_lsn,omitempty"`
 	Tables         []tableState `json:"tables"`
+	TablesNote     string       `json:"tables_note,omitempty"` // why Tables may be incomplete
 }
 
 // tableState is one table's line. State is the snapshot copy's state
@@ -60,24 +61,32 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 	for _, t := range r.Tables {
 		listed[t.Table] = true
 	}
-	rows, err := src.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables
-		WHERE pubname = $1 ORDER BY 1, 2`, cfg.Publication)
-	if err != nil {
-		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
-	}
-	var schemaName, name string
-	if _, err := pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
-		t := schemaName + "." + name
-		if listed[t] {
+	err := source.WithLockTimeout(ctx, src, 5*time.Second, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables
+			WHERE pubname = $1 ORDER BY 1, 2`, cfg.Publication)
+		if err != nil {
+			return err
+		}
+		var schemaName, name string
+		_, err = pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
+			t := schemaName + "." + name
+			if listed[t] {
+				return nil
+			}
+			state := "waiting"
+			if known[t] {
+				state = "replicated"
+			}
+			r.Tables = append(r.Tables, tableState{Table: t, State: state})
 			return nil
-		}
-		state := "waiting"
-		if known[t] {
-			state = "replicated"
-		}
-		r.Tables = append(r.Tables, tableState{Table: t, State: state})
+		})
+		return err
+	})
+	if source.IsLockTimeout(err) {
+		r.TablesNote = "the published tables not copied by the snapshot could not be listed: " + source.LockedHint
 		return nil
-	}); err != nil {
+	}
+	if err != nil {
 		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
 	}
 	return nil
@@ -218,6 +227,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", t.Table, t.State, t.Rows, float64(t.Bytes)/(1<<20))
 		}
+	}
+	if r.TablesNote != "" {
+		fmt.Fprintf(w, "\nnote: %s\n", r.TablesNote)
 	}
 	return w.Flush()
 }
