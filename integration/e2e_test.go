@@ -1395,3 +1395,22 @@ func TestE2ECompositeAttributeAddedWhileStreaming(t *testing.T) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
+
+// TestE2ENewTableIndexes: a table created on the source after the snapshot
+// copy gets its secondary and unique indexes on the target with it.
+func TestE2ENewTableIndexes(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE nt_first (id int PRIMARY KEY)")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, `CREATE TABLE nt (id int PRIMARY KEY, email text NOT NULL, v int); CREATE UNIQUE INDEX nt_email ON nt (email);
+		CREATE INDEX nt_v ON nt (v) WHERE v > 0; INSERT INTO nt VALUES (1, 'a@x', 1)`)
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'nt'"); got != "nt_email,nt_pkey,nt_v" {
+		t.Errorf("target indexes of a table created after the copy: %s, want nt_email,nt_pkey,nt_v", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}

@@ -229,6 +229,12 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	if cfg.Snapshot == "always" {
 		cfg.Snapshot = "auto"
 	}
+	// Tables that appear from now on get their indexes with them.
+	if pg, ok := tgt.(*postgres.Sink); ok {
+		if ir, ok := facts.(schema.IndexReader); ok {
+			pg.IndexTablesItCreates(ir)
+		}
+	}
 	return stream(ctx, e, migrate, tgt, cat, repl, syncLSN, twoPhase, pre.ServerMajor, srcConn)
 }
 

@@ -28,6 +28,12 @@ func nullIfEmpty(s string) []byte {
 	return []byte(s)
 }
 
+// IndexTablesItCreates makes EnsureTable build, with each table it creates,
+// the table's secondary indexes as r reads them from the source: for tables
+// that appear after the snapshot copy (which builds its tables' indexes after
+// their data, so it runs without this). nil turns it off.
+func (s *Sink) IndexTablesItCreates(r schema.IndexReader) { s.indexes = r }
+
 // EnsureTable creates t's schema, types and table when missing, or evolves the
 // table from prev, with schema.Postgres's DDL. Inside an open transaction the DDL
 // joins it, after the changes queued before it, so a schema change commits with
@@ -100,6 +106,17 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 	ddl = append(ddl, more...)
+	if create && s.indexes != nil {
+		// A table that appeared after the snapshot copy: empty here, so its
+		// indexes cost nothing to build now, with the table.
+		defs, err := s.indexes.IndexDefs(ctx, t.Schema, t.Name)
+		if err != nil {
+			return fmt.Errorf("sink/postgres: ensure table %s: read its indexes on the source: %w", qname, err)
+		}
+		for _, def := range defs {
+			ddl = append(ddl, ifNotExists(def))
+		}
+	}
 
 	beforeMoves, err := s.moveStatements(pl.before, pl.defs)
 	if err != nil {

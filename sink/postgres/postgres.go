@@ -157,6 +157,7 @@ type Sink struct {
 	cur         *Tx                  // the open transaction, if any
 	fill        sink.FillResolver    // fill values of columns prepared transactions added
 	namer       schema.RelationNamer // where a source relation is now (identity.go)
+	indexes     schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
 	log         *slog.Logger
 	copyScratch []byte // reused COPY buffer of the apply connection
 
