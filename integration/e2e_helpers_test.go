@@ -612,13 +612,15 @@ func (e *e2eEnv) targetLog() string {
 // e2eStatus is `pgrelay status --json`.
 type e2eStatus struct {
 	Slot struct {
-		Name              string `json:"name"`
-		Exists            bool   `json:"exists"`
-		Active            bool   `json:"active"`
-		ActivePID         int    `json:"active_pid"`
-		WALStatus         string `json:"wal_status"`
-		TwoPhase          bool   `json:"two_phase"`
-		ConfirmedFlushLSN string `json:"confirmed_flush_lsn"`
+		Name               string `json:"name"`
+		Exists             bool   `json:"exists"`
+		Active             bool   `json:"active"`
+		ActivePID          int    `json:"active_pid"`
+		WALStatus          string `json:"wal_status"`
+		TwoPhase           bool   `json:"two_phase"`
+		ConfirmedFlushLSN  string `json:"confirmed_flush_lsn"`
+		Invalidated        bool   `json:"invalidated"`
+		InvalidationReason string `json:"invalidation_reason"`
 	} `json:"slot"`
 	SourceWALLSN   string     `json:"source_wal_lsn"`
 	AppliedLSN     string     `json:"applied_lsn"`
@@ -634,6 +636,7 @@ type e2eStatus struct {
 		Bytes  int64  `json:"bytes"`
 		Copied bool   `json:"copied"`
 	} `json:"tables"`
+	TablesNote string `json:"tables_note"`
 }
 
 func (e *e2eEnv) status(t testing.TB) (e2eStatus, string) {

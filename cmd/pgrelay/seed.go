@@ -89,7 +89,18 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 		return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, cp)
 	case "auto":
 		if found && seed.SnapshotDone {
-			return nil, syncLSN, nil
+			done, added, err := s.knownTables(ctx, states)
+			if err != nil || added == 0 {
+				return nil, syncLSN, err
+			}
+			// Published since the copy (ALTER PUBLICATION … ADD TABLE, or a
+			// new table that has seen no change yet): their rows from before
+			// would never arrive otherwise.
+			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", added)
+			if err := s.checkTargetTables(ctx); err != nil {
+				return nil, nil, err
+			}
+			return s.copyUnder(ctx, seed, done, syncLSN)
 		}
 		if found {
 			return s.redo(ctx, seed, states, syncLSN)
@@ -143,6 +154,13 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 			done[st.Schema+"."+st.Name] = true
 		}
 	}
+	return s.copyUnder(ctx, seed, done, syncLSN)
+}
+
+// copyUnder copies the published tables not in done under a new snapshot,
+// taken with a temporary slot; streaming from the slot skips their changes
+// from before it (syncLSN).
+func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync) (*source.ReplConn, map[string]tableSync, error) {
 	temp, err := source.Connect(ctx, s.cfg.SourceURL)
 	if err != nil {
 		return nil, nil, err
@@ -158,7 +176,7 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 	if err != nil {
 		return nil, nil, err
 	}
-	s.log.Info("resuming an interrupted copy", "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
+	s.log.Info("copying tables under a new snapshot", "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
 	for _, t := range tables {
 		name := t.Table.QualifiedName()
 		syncLSN[name] = tableSync{lsn: info.ConsistentPoint, snap: &snap}
@@ -349,4 +367,81 @@ func (s *seeder) checkTargetTables(ctx context.Context) error {
 		return fmt.Errorf("target tables %s already hold rows that pgrelay did not copy, and the snapshot copy would replace them: empty or drop them (also after pgrelay teardown, which keeps replicated tables), or point PGRELAY_TARGET_URL at another database", strings.Join(occupied, ", "))
 	}
 	return nil
+}
+
+// knownTables returns, for a publication that lists its tables (not FOR ALL
+// TABLES), the published tables the target already has complete —
+// copied by the snapshot (pgrelay.table_state) or created from the stream
+// (pgrelay.relation, by name or source OID) — and how many it has not.
+func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, int, error) {
+	type pub struct {
+		schema, name string
+		oid          uint32
+	}
+	var published []pub
+	var allTables bool
+	if err := s.srcConn.QueryRow(ctx, "SELECT coalesce((SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1), false)", s.cfg.Publication).Scan(&allTables); err != nil {
+		return nil, 0, fmt.Errorf("source: read publication %q: %w", s.cfg.Publication, err)
+	}
+	if allTables {
+		// A table joins it only by being created, and the stream then
+		// carries all its rows.
+		return nil, 0, nil
+	}
+	err := source.WithLockTimeout(ctx, s.srcConn, 30*time.Second, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT pt.schemaname::text, pt.tablename::text, c.oid
+			FROM pg_catalog.pg_publication_tables pt
+			JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
+			JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
+			WHERE pt.pubname = $1`, s.cfg.Publication)
+		if err != nil {
+			return err
+		}
+		var p pub
+		_, err = pgx.ForEachRow(rows, []any{&p.schema, &p.name, &p.oid}, func() error {
+			published = append(published, p)
+			return nil
+		})
+		return err
+	})
+	if source.IsLockTimeout(err) {
+		s.log.Warn("could not check for tables added to the publication since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
+	}
+	known := map[string]bool{}
+	for _, st := range states {
+		known[st.Schema+"."+st.Name] = true
+	}
+	knownOID := map[uint32]bool{}
+	err = withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, "SELECT schema, name, coalesce(relation_oid, 0) FROM pgrelay.relation WHERE slot = $1 OR slot IS NULL", s.cfg.Slot)
+		if err != nil {
+			return err
+		}
+		var sch, name string
+		var oid uint32
+		_, err = pgx.ForEachRow(rows, []any{&sch, &name, &oid}, func() error {
+			known[sch+"."+name] = true
+			knownOID[oid] = true
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("target: read pgrelay.relation: %w", err)
+	}
+	done := map[string]bool{}
+	added := 0
+	for _, p := range published {
+		name := p.schema + "." + p.name
+		if known[name] || knownOID[p.oid] {
+			done[name] = true
+			continue
+		}
+		added++
+	}
+	return done, added, nil
 }
