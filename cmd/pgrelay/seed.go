@@ -100,7 +100,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 			if err := s.checkTargetTables(ctx); err != nil {
 				return nil, nil, err
 			}
-			return s.copyUnder(ctx, seed, done, syncLSN)
+			return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables")
 		}
 		if found {
 			return s.redo(ctx, seed, states, syncLSN)
@@ -154,13 +154,13 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 			done[st.Schema+"."+st.Name] = true
 		}
 	}
-	return s.copyUnder(ctx, seed, done, syncLSN)
+	return s.copyUnder(ctx, seed, done, syncLSN, "resuming an interrupted copy")
 }
 
 // copyUnder copies the published tables not in done under a new snapshot,
 // taken with a temporary slot; streaming from the slot skips their changes
 // from before it (syncLSN).
-func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync) (*source.ReplConn, map[string]tableSync, error) {
+func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync, what string) (*source.ReplConn, map[string]tableSync, error) {
 	temp, err := source.Connect(ctx, s.cfg.SourceURL)
 	if err != nil {
 		return nil, nil, err
@@ -176,7 +176,7 @@ func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	s.log.Info("copying tables under a new snapshot", "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
+	s.log.Info(what, "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
 	for _, t := range tables {
 		name := t.Table.QualifiedName()
 		syncLSN[name] = tableSync{lsn: info.ConsistentPoint, snap: &snap}
