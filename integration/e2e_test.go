@@ -1439,4 +1439,19 @@ func TestE2ETableAddedToPublication(t *testing.T) {
 		t.Errorf("a table already copied was copied again")
 	}
 	e2eCompare(t, e)
+
+	// Added while replicate runs: its first change makes a new session,
+	// which copies it.
+	e.src.Exec(t, "CREATE TABLE ap_three (id int PRIMARY KEY, v text); INSERT INTO ap_three SELECT g, 'old' FROM generate_series(1, 300) g")
+	r := e.start("replicate")
+	r.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" ADD TABLE ap_three")
+	e.src.Exec(t, "UPDATE ap_three SET v = 'new' WHERE id = 5")
+	r.waitLog(t, "tables were added to the publication since the snapshot copy: copying them", 2*time.Minute)
+	// (e2eSync's table is not in this publication.)
+	e2eWaitTarget(t, e, r, 2*time.Minute, "ap_three copied and updated", "SELECT count(*) = 300 AND count(*) FILTER (WHERE v = 'new') = 1 FROM public.ap_three WHERE to_regclass('public.ap_three') IS NOT NULL")
+	e2eCompare(t, e)
+	if code := r.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, r.logs())
+	}
 }

@@ -234,6 +234,16 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		if ir, ok := facts.(schema.IndexReader); ok {
 			pg.IndexTablesItCreates(ir)
 		}
+		// A table joining a publication that lists its tables is copied by
+		// a new session (PGRELAY_SNAPSHOT=never: created from the stream).
+		all, err := sd.allTables(ctx)
+		if err != nil {
+			if repl != nil {
+				repl.Close(context.WithoutCancel(ctx))
+			}
+			return err
+		}
+		pg.CopyJoinedTables(!all && cfg.Snapshot != "never")
 	}
 	return stream(ctx, e, migrate, tgt, cat, repl, syncLSN, twoPhase, pre.ServerMajor, srcConn)
 }

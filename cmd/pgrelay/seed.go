@@ -379,16 +379,16 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map
 		oid          uint32
 	}
 	var published []pub
-	var allTables bool
-	if err := s.srcConn.QueryRow(ctx, "SELECT coalesce((SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1), false)", s.cfg.Publication).Scan(&allTables); err != nil {
-		return nil, 0, fmt.Errorf("source: read publication %q: %w", s.cfg.Publication, err)
+	allTables, err := s.allTables(ctx)
+	if err != nil {
+		return nil, 0, err
 	}
 	if allTables {
 		// A table joins it only by being created, and the stream then
 		// carries all its rows.
 		return nil, 0, nil
 	}
-	err := source.WithLockTimeout(ctx, s.srcConn, 30*time.Second, func(tx pgx.Tx) error {
+	err = source.WithLockTimeout(ctx, s.srcConn, 30*time.Second, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT pt.schemaname::text, pt.tablename::text, c.oid
 			FROM pg_catalog.pg_publication_tables pt
 			JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
@@ -444,4 +444,13 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map
 		added++
 	}
 	return done, added, nil
+}
+
+// allTables reports whether the publication is FOR ALL TABLES.
+func (s *seeder) allTables(ctx context.Context) (bool, error) {
+	var all bool
+	if err := s.srcConn.QueryRow(ctx, "SELECT coalesce((SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1), false)", s.cfg.Publication).Scan(&all); err != nil {
+		return false, fmt.Errorf("source: read publication %q: %w", s.cfg.Publication, err)
+	}
+	return all, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
 )
 
 // relationOID is t's source relation OID as a text parameter, NULL when unknown.
@@ -27,6 +28,13 @@ func nullIfEmpty(s string) []byte {
 	}
 	return []byte(s)
 }
+
+// CopyJoinedTables makes EnsureTable refuse, with a retryable error, to create
+// a table the target has never had: under a publication that lists its tables,
+// such a table was added to it with rows that only a copy brings (pgrelay's
+// start copies the published tables the target lacks). Off during the
+// snapshot copy, which creates the tables it copies.
+func (s *Sink) CopyJoinedTables(on bool) { s.copyJoined = on }
 
 // IndexTablesItCreates makes EnsureTable build, with each table it creates,
 // the table's secondary indexes as r reads them from the source: for tables
@@ -64,6 +72,11 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	prev = pl.prev
 	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) {
 		return nil
+	}
+	if prev == nil && s.copyJoined {
+		// Added to a publication that lists its tables: its earlier rows
+		// come only from a copy, which the next session's start makes.
+		return sink.Retryable(fmt.Errorf("sink/postgres: table %s joined the publication while pgrelay ran: a new session copies its rows first", qname))
 	}
 	def, err := json.Marshal(t)
 	if err != nil {

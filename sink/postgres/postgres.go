@@ -158,6 +158,7 @@ type Sink struct {
 	fill        sink.FillResolver    // fill values of columns prepared transactions added
 	namer       schema.RelationNamer // where a source relation is now (identity.go)
 	indexes     schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
+	copyJoined  bool                 // see CopyJoinedTables
 	log         *slog.Logger
 	copyScratch []byte // reused COPY buffer of the apply connection
 
