@@ -4,7 +4,7 @@ GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
 # PostgreSQL majors the integration tests run against (PGRELAY_TEST_MAJORS).
-TEST_MAJORS ?= 15,18
+TEST_MAJORS ?= 15,17,18
 ALL_MAJORS := 14,15,16,17,18
 GOTESTFLAGS ?= -race -timeout 20m
 BENCH ?= .
@@ -29,7 +29,7 @@ setup:
 	bash scripts/fetch-postgres.sh $(call majors,$(TEST_MAJORS))
 	bash scripts/install-mariadb.sh
 
-## test: unit and integration tests, race detector on, PostgreSQL 15 and 18
+## test: unit and integration tests, race detector on, PostgreSQL 15, 17 and 18 (pgoutput protocols 3 and 4)
 test: setup
 	PGRELAY_TEST_MAJORS=$(TEST_MAJORS) $(GO) test $(GOTESTFLAGS) ./...
 
