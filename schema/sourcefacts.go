@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/source"
 )
 
 // SourceFacts reads facts from the source's pg_catalog over a normal (not
@@ -161,7 +162,7 @@ func (s *SourceFacts) WaitCommitted(ctx context.Context, xid uint32) error {
 // TableFacts implements FactReader.
 func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (TableFacts, error) {
 	facts, err := s.tableFacts(ctx, schema, table, true)
-	if isLockTimeout(err) {
+	if source.IsLockTimeout(err) {
 		// A transaction holds a lock that blocks reading the table's
 		// generated column expressions: a prepared transaction that altered
 		// or truncated it can hold it for hours. The expressions are left
@@ -174,11 +175,6 @@ func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (Tab
 // exprLockTimeout bounds the wait for the lock pg_get_expr takes on a table
 // when an expression names its columns.
 const exprLockTimeout = "200ms"
-
-func isLockTimeout(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
-}
 
 // tableFacts reads schema.table's facts; withGenerated says whether to
 // deparse the expressions of generated columns, which takes a lock on the table

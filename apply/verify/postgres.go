@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/source"
@@ -41,8 +40,7 @@ const lockTimeout = "30s"
 // LockHint adds what to do to err when it is a lock timeout: a table verify
 // could not read because another session kept it locked.
 func LockHint(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+	if source.IsLockTimeout(err) {
 		return fmt.Errorf("%w; the table stayed locked for "+lockTimeout+" (DDL in progress, or a prepared transaction that altered or truncated it: see pg_prepared_xacts); run verify again once it is released", err)
 	}
 	return err
