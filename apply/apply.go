@@ -61,7 +61,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -249,8 +248,7 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 			return 0, fmt.Errorf("apply: list prepared transactions on the target: %w", err)
 		}
 		for _, gid := range gids {
-			// Another slot's prefix may extend ours ("a_" and "a_b_"): ours end in the xid.
-			if _, err := strconv.ParseUint(strings.TrimPrefix(gid, prefix), 10, 32); err != nil || !strings.HasPrefix(gid, prefix) {
+			if !OwnGID(a.cfg.Slot, gid) {
 				continue
 			}
 			a.targetPrepared[gid] = true

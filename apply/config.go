@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgrelay/pgrelay/schema"
@@ -125,3 +127,14 @@ func GID(slot string, xid uint32) string { return fmt.Sprintf("pgrelay_%s_%d", s
 
 // GIDPrefix is the prefix of every target GID of slot.
 func GIDPrefix(slot string) string { return "pgrelay_" + slot + "_" }
+
+// OwnGID reports whether gid is one of slot's target GIDs: GIDPrefix then an
+// xid. Another slot's prefix may extend ours ("a_" and "a_b_").
+func OwnGID(slot, gid string) bool {
+	xid, ok := strings.CutPrefix(gid, GIDPrefix(slot))
+	if !ok {
+		return false
+	}
+	_, err := strconv.ParseUint(xid, 10, 32)
+	return err == nil
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,8 +124,7 @@ func rollbackTargetPrepared(ctx context.Context, url, slot string, log *slog.Log
 			return fmt.Errorf("target: list prepared transactions: %w", err)
 		}
 		for _, gid := range gids {
-			// pgrelay_<slot>_<xid>: another slot's name may extend ours.
-			if xid := strings.TrimPrefix(gid, prefix); xid == "" || strings.Trim(xid, "0123456789") != "" {
+			if !apply.OwnGID(slot, gid) {
 				continue
 			}
 			if _, err := c.Exec(ctx, "ROLLBACK PREPARED '"+gid+"'"); err != nil {
