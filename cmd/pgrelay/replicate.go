@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -545,31 +546,35 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
 	var schemas []string
 	err := withSourceConn(ctx, cfg.SourceURL, func(c *pgx.Conn) error {
-		return source.WithLockTimeout(ctx, c, 3*time.Second, func(tx pgx.Tx) error {
-			var exists bool
-			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
-				return err
-			}
-			var rows pgx.Rows
-			var err error
-			switch {
-			case exists:
-				rows, err = tx.Query(ctx, "SELECT DISTINCT schemaname::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", cfg.Publication)
-			case len(cfg.Tables) > 0:
-				rows, err = tx.Query(ctx, `SELECT DISTINCT n.nspname::text FROM unnest($1::text[]) AS t(name)
-					JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(t.name)
-					JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`, cfg.Tables)
-			default:
-				rows, err = tx.Query(ctx, `SELECT DISTINCT n.nspname::text FROM pg_catalog.pg_class c
-					JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-					WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'`)
-			}
-			if err != nil {
-				return err
-			}
-			schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		var exists bool
+		if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
 			return err
-		})
+		}
+		if exists {
+			published, err := source.ListPublication(ctx, c, cfg.Publication, 3*time.Second)
+			for _, p := range published {
+				if !slices.Contains(schemas, p.Schema) {
+					schemas = append(schemas, p.Schema)
+				}
+			}
+			return err
+		}
+		var rows pgx.Rows
+		var err error
+		if len(cfg.Tables) > 0 {
+			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM unnest($1::text[]) AS t(name)
+				JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(t.name)
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`, cfg.Tables)
+		} else {
+			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM pg_catalog.pg_class c
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'`)
+		}
+		if err != nil {
+			return err
+		}
+		schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
 	})
 	if err != nil {
 		// Preflight reports a source in trouble better; a locked table

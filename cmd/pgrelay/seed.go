@@ -89,7 +89,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 		return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, cp)
 	case "auto":
 		if found && seed.SnapshotDone {
-			done, added, err := s.knownTables(ctx, states)
+			done, published, added, err := s.knownTables(ctx, states)
 			if err != nil || added == 0 {
 				return nil, syncLSN, err
 			}
@@ -97,7 +97,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 			// new table that has seen no change yet): their rows from before
 			// would never arrive otherwise.
 			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", added)
-			if err := s.checkTargetTables(ctx); err != nil {
+			if err := s.checkTargetTables(ctx, published); err != nil {
 				return nil, nil, err
 			}
 			return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables")
@@ -110,7 +110,14 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 	if s.slot.Exists && s.slot.Active {
 		return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
 	}
-	if err := s.checkTargetTables(ctx); err != nil {
+	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
+	if source.IsLockTimeout(err) {
+		return nil, nil, fmt.Errorf("%s; run again once it is released: %w", source.LockedHint, err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkTargetTables(ctx, published); err != nil {
 		return nil, nil, err
 	}
 	// The old slot's prepared transactions on the target would hold their
@@ -314,28 +321,13 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 // table it loads). Tables pgrelay created (pgrelay.relation, also after
 // PGRELAY_SNAPSHOT=always) and empty ones (a schema loaded with pg_dump -s)
 // are fine.
-func (s *seeder) checkTargetTables(ctx context.Context) error {
-	var schemas, names []string
-	err := source.WithLockTimeout(ctx, s.srcConn, 30*time.Second, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1", s.cfg.Publication)
-		if err != nil {
-			return err
-		}
-		var sch, name string
-		_, err = pgx.ForEachRow(rows, []any{&sch, &name}, func() error {
-			schemas, names = append(schemas, sch), append(names, name)
-			return nil
-		})
-		return err
-	})
-	if source.IsLockTimeout(err) {
-		return fmt.Errorf("source: list tables of publication %q: %s; run again once it is released: %w", s.cfg.Publication, source.LockedHint, err)
-	}
-	if err != nil {
-		return fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
+func (s *seeder) checkTargetTables(ctx context.Context, published []source.PublishedName) error {
+	schemas, names := make([]string, len(published)), make([]string, len(published))
+	for i, p := range published {
+		schemas[i], names[i] = p.Schema, p.Name
 	}
 	var occupied []string
-	err = withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+	err := withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n)
 			FROM unnest($1::text[], $2::text[]) AS x(s, n)
 			JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
@@ -372,44 +364,22 @@ func (s *seeder) checkTargetTables(ctx context.Context) error {
 // knownTables returns, for a publication that lists its tables (not FOR ALL
 // TABLES), the published tables the target already has complete —
 // copied by the snapshot (pgrelay.table_state) or created from the stream
-// (pgrelay.relation, by name or source OID) — and how many it has not.
-func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, int, error) {
-	type pub struct {
-		schema, name string
-		oid          uint32
-	}
-	var published []pub
+// (pgrelay.relation, by name or source OID) —, the publication's tables, and
+// how many of them the target has not.
+func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, []source.PublishedName, int, error) {
 	allTables, err := s.allTables(ctx)
-	if err != nil {
-		return nil, 0, err
+	if err != nil || allTables {
+		// A table joins a FOR ALL TABLES publication only by being
+		// created, and the stream then carries all its rows.
+		return nil, nil, 0, err
 	}
-	if allTables {
-		// A table joins it only by being created, and the stream then
-		// carries all its rows.
-		return nil, 0, nil
-	}
-	err = source.WithLockTimeout(ctx, s.srcConn, 30*time.Second, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT pt.schemaname::text, pt.tablename::text, c.oid
-			FROM pg_catalog.pg_publication_tables pt
-			JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
-			JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
-			WHERE pt.pubname = $1`, s.cfg.Publication)
-		if err != nil {
-			return err
-		}
-		var p pub
-		_, err = pgx.ForEachRow(rows, []any{&p.schema, &p.name, &p.oid}, func() error {
-			published = append(published, p)
-			return nil
-		})
-		return err
-	})
+	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		s.log.Warn("could not check for tables added to the publication since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
-		return nil, 0, nil
+		return nil, nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("source: list tables of publication %q: %w", s.cfg.Publication, err)
+		return nil, nil, 0, err
 	}
 	known := map[string]bool{}
 	for _, st := range states {
@@ -431,19 +401,19 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map
 		return err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("target: read pgrelay.relation: %w", err)
+		return nil, nil, 0, fmt.Errorf("target: read pgrelay.relation: %w", err)
 	}
 	done := map[string]bool{}
 	added := 0
 	for _, p := range published {
-		name := p.schema + "." + p.name
-		if known[name] || knownOID[p.oid] {
+		name := p.Schema + "." + p.Name
+		if known[name] || knownOID[p.OID] {
 			done[name] = true
 			continue
 		}
 		added++
 	}
-	return done, added, nil
+	return done, published, added, nil
 }
 
 // allTables reports whether the publication is FOR ALL TABLES.

@@ -61,33 +61,24 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 	for _, t := range r.Tables {
 		listed[t.Table] = true
 	}
-	err := source.WithLockTimeout(ctx, src, 5*time.Second, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables
-			WHERE pubname = $1 ORDER BY 1, 2`, cfg.Publication)
-		if err != nil {
-			return err
-		}
-		var schemaName, name string
-		_, err = pgx.ForEachRow(rows, []any{&schemaName, &name}, func() error {
-			t := schemaName + "." + name
-			if listed[t] {
-				return nil
-			}
-			state := "waiting"
-			if known[t] {
-				state = "replicated"
-			}
-			r.Tables = append(r.Tables, tableState{Table: t, State: state})
-			return nil
-		})
-		return err
-	})
+	published, err := source.ListPublication(ctx, src, cfg.Publication, 5*time.Second)
 	if source.IsLockTimeout(err) {
 		r.TablesNote = "the published tables not copied by the snapshot could not be listed: " + source.LockedHint
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("source: read the tables of publication %q: %w", cfg.Publication, err)
+		return err
+	}
+	for _, p := range published {
+		t := p.Schema + "." + p.Name
+		if listed[t] {
+			continue
+		}
+		state := "waiting"
+		if known[t] {
+			state = "replicated"
+		}
+		r.Tables = append(r.Tables, tableState{Table: t, State: state})
 	}
 	return nil
 }
