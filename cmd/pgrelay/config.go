@@ -369,10 +369,7 @@ func (c *Config) Validate(n need) error {
 		}
 	}
 
-	raw := strings.TrimSpace(c.rawStatusInterval)
-	if raw == "" {
-		raw = defaultOf(keyStatusInterval)
-	}
+	raw := orDefault(c.rawStatusInterval, keyStatusInterval)
 	d, err := time.ParseDuration(raw)
 	if err != nil || d < 100*time.Millisecond || d > time.Hour {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a duration between 100ms and 1h, e.g. 10s", envName(keyStatusInterval), c.rawStatusInterval))
@@ -386,30 +383,21 @@ func (c *Config) Validate(n need) error {
 		errs = append(errs, err)
 	}
 
-	raw = strings.TrimSpace(c.rawCopyWorkers)
-	if raw == "" {
-		raw = defaultOf(keyCopyWorkers)
-	}
+	raw = orDefault(c.rawCopyWorkers, keyCopyWorkers)
 	w, err := strconv.Atoi(raw)
 	if err != nil || w < 0 || w > 256 {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers))
 	}
 	c.CopyWorkers = w
 
-	raw = strings.TrimSpace(c.rawVerifyChunk)
-	if raw == "" {
-		raw = defaultOf(keyVerifyChunk)
-	}
+	raw = orDefault(c.rawVerifyChunk, keyVerifyChunk)
 	rows, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || rows < 0 || rows > 10_000_000 {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table", envName(keyVerifyChunk), c.rawVerifyChunk))
 	}
 	c.VerifyChunkRows = rows
 
-	raw = strings.TrimSpace(c.rawVerifyWait)
-	if raw == "" {
-		raw = defaultOf(keyVerifyWait)
-	}
+	raw = orDefault(c.rawVerifyWait, keyVerifyWait)
 	if d, err = time.ParseDuration(raw); err != nil || d < 0 || d > time.Hour {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait))
 	}
@@ -438,15 +426,19 @@ func (e settingErrors) Unwrap() []error { return e }
 
 // parseBool reads the boolean setting key from raw, its default when empty.
 func parseBool(key, raw string) (bool, error) {
-	v := strings.TrimSpace(raw)
-	if v == "" {
-		v = defaultOf(key)
-	}
-	b, err := strconv.ParseBool(v)
+	b, err := strconv.ParseBool(orDefault(raw, key))
 	if err != nil {
 		return false, fmt.Errorf("%s=%q: expected true or false", envName(key), raw)
 	}
 	return b, nil
+}
+
+// orDefault is raw without surrounding spaces, or key's default when that is empty.
+func orDefault(raw, key string) string {
+	if v := strings.TrimSpace(raw); v != "" {
+		return v
+	}
+	return defaultOf(key)
 }
 
 func defaultOf(key string) string {
