@@ -696,3 +696,15 @@ func e2eTargetPrepared(t testing.TB, e *e2eEnv) string {
 	t.Helper()
 	return e.tgt.QueryString(t, "SELECT coalesce(string_agg(gid, ',' ORDER BY gid), '') FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE $1", "pgrelay\\_"+strings.ReplaceAll(e.slot, "_", "\\_")+"\\_%")
 }
+
+// e2eExec runs stmts one after another on conn, one session (so that a
+// BEGIN … PREPARE TRANSACTION sequence stays in it), failing the test at the
+// first error.
+func e2eExec(t testing.TB, ctx context.Context, conn *pgx.Conn, stmts ...string) {
+	t.Helper()
+	for _, sql := range stmts {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+}

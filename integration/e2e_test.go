@@ -423,11 +423,7 @@ func e2eReplicateTwoPhase(t *testing.T, e *e2eEnv, p *e2eProc) {
 	ctx := e2eCtx(t, 5*time.Minute)
 	prepare := func(gid, insert string) uint32 {
 		t.Helper()
-		for _, sql := range []string{"BEGIN", insert, "PREPARE TRANSACTION '" + gid + "'"} {
-			if _, err := conn.Exec(ctx, sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-		}
+		e2eExec(t, ctx, conn, "BEGIN", insert, "PREPARE TRANSACTION '"+gid+"'")
 		xid, err := strconv.ParseUint(e.src.QueryString(t, "SELECT transaction::text FROM pg_prepared_xacts WHERE gid = $1", gid), 10, 32)
 		if err != nil {
 			t.Fatalf("xid of prepared %s: %v", gid, err)
@@ -635,11 +631,7 @@ func testE2ETwoPhaseOff(t *testing.T, major int) {
 		{"INSERT INTO tp_off SELECT i, repeat('s', 200) FROM generate_series(100, 3100) i", true}, // streamed
 	} {
 		gid := fmt.Sprintf("e2e_off_%s_%d", e.slot, i)
-		for _, sql := range []string{"BEGIN", tc.insert, "PREPARE TRANSACTION '" + gid + "'"} {
-			if _, err := conn.Exec(ctx, sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-		}
+		e2eExec(t, ctx, conn, "BEGIN", tc.insert, "PREPARE TRANSACTION '"+gid+"'")
 		e2eSync(t, e, p, time.Minute)
 		if got := e2eTargetPrepared(t, e); got != "" {
 			t.Errorf("PGRELAY_TWO_PHASE=off, yet the target holds prepared transactions %s", got)
@@ -1091,12 +1083,8 @@ func testE2EPreparedDDLRestart(t *testing.T, major int) {
 	e2eSync(t, e, p, time.Minute)
 	conn := e.src.Conn(t)
 	ctx := e2eCtx(t, 5*time.Minute)
-	for _, sql := range []string{"BEGIN", "ALTER TABLE pr ADD COLUMN n int", "INSERT INTO pr (id, n) VALUES (6, 6)",
-		"PREPARE TRANSACTION 'pr1'"} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	e2eExec(t, ctx, conn, "BEGIN", "ALTER TABLE pr ADD COLUMN n int", "INSERT INTO pr (id, n) VALUES (6, 6)",
+		"PREPARE TRANSACTION 'pr1'")
 	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
 	// status answers meanwhile (PostgreSQL 18's pg_publication_tables waits
 	// for the lock; status says what it could not list instead).
@@ -1111,11 +1099,7 @@ func testE2EPreparedDDLRestart(t *testing.T, major int) {
 	e2eSync(t, e, p, time.Minute)
 	e2eCompare(t, e)
 	// TRUNCATE in a prepared transaction, killed in between.
-	for _, sql := range []string{"BEGIN", "TRUNCATE pr", "INSERT INTO pr (id) VALUES (7)", "PREPARE TRANSACTION 'pr2'"} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	e2eExec(t, ctx, conn, "BEGIN", "TRUNCATE pr", "INSERT INTO pr (id) VALUES (7)", "PREPARE TRANSACTION 'pr2'")
 	e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
 	p.kill()
 	p = e.start("replicate")
@@ -1148,11 +1132,7 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	ctx := e2eCtx(t, 5*time.Minute)
 	prepare := func(gid string, stmts ...string) {
 		t.Helper()
-		for _, sql := range append(append([]string{"BEGIN"}, stmts...), "PREPARE TRANSACTION '"+gid+"'") {
-			if _, err := conn.Exec(ctx, sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-		}
+		e2eExec(t, ctx, conn, append(append([]string{"BEGIN"}, stmts...), "PREPARE TRANSACTION '"+gid+"'")...)
 		e2eWaitTarget(t, e, p, 2*time.Minute, "the prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
 	}
 
@@ -1212,11 +1192,7 @@ func TestE2EPreparedLeftOnTarget(t *testing.T) {
 	ctx := e2eCtx(t, 5*time.Minute)
 	prepare := func(gid string) {
 		t.Helper()
-		for _, sql := range []string{"BEGIN", "TRUNCATE pl", "INSERT INTO pl VALUES (2, 'b')", "PREPARE TRANSACTION '" + gid + "'"} {
-			if _, err := conn.Exec(ctx, sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-		}
+		e2eExec(t, ctx, conn, "BEGIN", "TRUNCATE pl", "INSERT INTO pl VALUES (2, 'b')", "PREPARE TRANSACTION '"+gid+"'")
 	}
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
@@ -1343,12 +1319,8 @@ func testE2EPreparedRolledBackBeforeDecoding(t *testing.T, major int) {
 	}
 	conn := e.src.Conn(t)
 	ctx := e2eCtx(t, 5*time.Minute)
-	for _, sql := range []string{"BEGIN", "INSERT INTO rbd SELECT g, md5(g::text), 1 FROM generate_series(1, 40000) g",
-		"SAVEPOINT a", "UPDATE rbd SET v = 'pp' WHERE id BETWEEN 1 AND 100", "PREPARE TRANSACTION 'rbd1'", "ROLLBACK PREPARED 'rbd1'"} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	e2eExec(t, ctx, conn, "BEGIN", "INSERT INTO rbd SELECT g, md5(g::text), 1 FROM generate_series(1, 40000) g",
+		"SAVEPOINT a", "UPDATE rbd SET v = 'pp' WHERE id BETWEEN 1 AND 100", "PREPARE TRANSACTION 'rbd1'", "ROLLBACK PREPARED 'rbd1'")
 	e.src.Exec(t, "INSERT INTO rbd VALUES (1, 'after', 2)")
 	p = e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)

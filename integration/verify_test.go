@@ -251,11 +251,7 @@ func testVerify(t *testing.T, major int) {
 	// the lock timeout, with what holds it.
 	src := e.src.Conn(t)
 	ctx := e2eCtx(t, 3*time.Minute)
-	for _, sql := range []string{"BEGIN", "TRUNCATE child", "PREPARE TRANSACTION 'verify_lock'"} {
-		if _, err := src.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	e2eExec(t, ctx, src, "BEGIN", "TRUNCATE child", "PREPARE TRANSACTION 'verify_lock'")
 	p, code = e.run(2*time.Minute, "verify")
 	e.src.Exec(t, "ROLLBACK PREPARED 'verify_lock'")
 	if code != 2 || !strings.Contains(p.lastLine(), "pg_prepared_xacts") {
