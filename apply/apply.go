@@ -159,6 +159,8 @@ type Applier struct {
 	prepared  map[uint32]*preparedTxn
 	// targetPrepared are our GIDs prepared on the target.
 	targetPrepared map[string]bool
+	// viaRoot caches Config.PublishedViaRoot per source relation id.
+	viaRoot map[uint32]bool
 
 	spool         *spool
 	lastIdleStore time.Time
@@ -197,6 +199,7 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		streams:        make(map[uint32]*txnBuffer),
 		prepared:       make(map[uint32]*preparedTxn),
 		targetPrepared: make(map[string]bool),
+		viaRoot:        make(map[uint32]bool),
 		spool:          newSpool(cfg.SpillDir, cfg.Slot, cfg.MemoryLimit),
 	}
 	if tp, ok := s.(sink.TwoPhase); ok && cfg.TwoPhase {
@@ -734,6 +737,11 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	if !changed {
 		return nil
 	}
+	if via, err := a.publishedViaRoot(ctx, rel.RelationID); err != nil {
+		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+	} else if via {
+		return nil
+	}
 	if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
 		return err
 	}
@@ -756,6 +764,25 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
 	return nil
+}
+
+// publishedViaRoot asks Config.PublishedViaRoot once per relation and session.
+func (a *Applier) publishedViaRoot(ctx context.Context, relid uint32) (bool, error) {
+	if a.cfg.PublishedViaRoot == nil {
+		return false, nil
+	}
+	via, known := a.viaRoot[relid]
+	if !known {
+		var err error
+		if via, err = a.cfg.PublishedViaRoot(ctx, relid); err != nil {
+			return false, err
+		}
+		a.viaRoot[relid] = via
+		if via {
+			a.log.Debug("partition published through its root: no target table of its own", "relation_id", relid)
+		}
+	}
+	return via, nil
 }
 
 func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *schema.Table, flushFirst bool) error {

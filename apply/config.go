@@ -78,6 +78,13 @@ type Config struct {
 	// when applying such a body fails and the transaction is aborted, it is
 	// left out instead of stopping apply.
 	TxnAborted func(ctx context.Context, xid uint32) (bool, error)
+	// PublishedViaRoot, when set, tells whether source relation relid is a
+	// partition whose changes the publication sends as its root's
+	// (publish_via_partition_root). pgoutput sends such a partition's
+	// Relation message too, right after its root's, but never a change with
+	// its id: it is kept in the catalog only, and no target table is made
+	// for it.
+	PublishedViaRoot func(ctx context.Context, relid uint32) (bool, error)
 }
 
 // Validate checks the configuration and fills in defaults.

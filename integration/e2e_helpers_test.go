@@ -398,14 +398,18 @@ func e2eColumns(ctx context.Context, conn *pgx.Conn, qualified string) ([]e2eCol
 
 // e2eDump returns `COPY (SELECT cols FROM table ORDER BY each column's text)
 // TO STDOUT` of one table.
-func e2eDump(ctx context.Context, conn *pgx.Conn, qualified string, cols []e2eColumn) ([]byte, error) {
+func e2eDump(ctx context.Context, conn *pgx.Conn, qualified string, cols []e2eColumn, filter string) ([]byte, error) {
 	var sel, order []string
 	for _, c := range cols {
 		id := pgx.Identifier{c.name}.Sanitize()
 		sel = append(sel, id)
 		order = append(order, id+"::text COLLATE \"C\"")
 	}
-	q := fmt.Sprintf("COPY (SELECT %s FROM %s ORDER BY %s) TO STDOUT", strings.Join(sel, ", "), qualified, strings.Join(order, ", "))
+	where := ""
+	if filter != "" {
+		where = " WHERE " + filter
+	}
+	q := fmt.Sprintf("COPY (SELECT %s FROM %s%s ORDER BY %s) TO STDOUT", strings.Join(sel, ", "), qualified, where, strings.Join(order, ", "))
 	var buf bytes.Buffer
 	if _, err := conn.PgConn().CopyTo(ctx, &buf, q); err != nil {
 		return nil, fmt.Errorf("%s: %w", q, err)
@@ -436,13 +440,21 @@ func e2eDiff(t testing.TB, e *e2eEnv) ([]string, int) {
 			t.Fatalf("compare: session settings: %v", err)
 		}
 	}
-	rows, err := src.Query(ctx, `SELECT quote_ident(schemaname::text) || '.' || quote_ident(tablename::text)
-		FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1`, e.pub)
+	// A publication's row filter (15+) limits the source rows compared.
+	rows, err := src.Query(ctx, `SELECT quote_ident(schemaname::text) || '.' || quote_ident(tablename::text),
+			coalesce(to_jsonb(pt) ->> 'rowfilter', '')
+		FROM pg_publication_tables pt WHERE pubname = $1 ORDER BY 1`, e.pub)
 	if err != nil {
 		t.Fatalf("compare: list published tables: %v", err)
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	filters := map[string]string{}
+	var table, filter string
+	var tables []string
+	if _, err := pgx.ForEachRow(rows, []any{&table, &filter}, func() error {
+		tables = append(tables, table)
+		filters[table] = filter
+		return nil
+	}); err != nil {
 		t.Fatalf("compare: list published tables: %v", err)
 	}
 	if len(tables) == 0 {
@@ -463,11 +475,11 @@ func e2eDiff(t testing.TB, e *e2eEnv) ([]string, int) {
 			diffs = append(diffs, fmt.Sprintf("table %s: columns differ: %s", table, d))
 			continue
 		}
-		sdump, err := e2eDump(ctx, src, table, scols)
+		sdump, err := e2eDump(ctx, src, table, scols, filters[table])
 		if err != nil {
 			t.Fatalf("compare: source: %v", err)
 		}
-		tdump, err := e2eDump(ctx, tgt, table, scols)
+		tdump, err := e2eDump(ctx, tgt, table, scols, "")
 		if err != nil {
 			diffs = append(diffs, fmt.Sprintf("table %s: target: %v", table, err))
 			continue

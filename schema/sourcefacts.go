@@ -125,6 +125,37 @@ func (s *SourceFacts) RelationName(ctx context.Context, relationID uint32) (sche
 	return schema, name, found, err
 }
 
+// PublishedViaRoot tells whether relation relationID is a partition whose
+// changes publication sends as those of an ancestor (publish_via_partition_root
+// on PostgreSQL 13+, with the ancestor published): pgoutput then sends the
+// partition's Relation message after its root's, but no change with its id.
+func (s *SourceFacts) PublishedViaRoot(ctx context.Context, publication string, relationID uint32) (bool, error) {
+	var via bool
+	err := s.inTx(ctx, fmt.Sprintf("tell whether relation %d is published through its root", relationID), func(tx pgx.Tx) error {
+		if s.serverVersion < 130000 {
+			return nil
+		}
+		schemas := "false"
+		if s.serverVersion >= 150000 {
+			schemas = `EXISTS (SELECT FROM pg_catalog.pg_publication_namespace pn
+				JOIN pg_catalog.pg_class ac ON ac.relnamespace = pn.pnnspid
+				WHERE pn.pnpubid = p.oid AND ac.oid = a.relid)`
+		}
+		err := tx.QueryRow(ctx, `SELECT c.relispartition AND p.pubviaroot AND EXISTS (
+				SELECT FROM pg_catalog.pg_partition_ancestors(c.oid) a
+				WHERE a.relid <> c.oid AND (p.puballtables
+					OR EXISTS (SELECT FROM pg_catalog.pg_publication_rel pr WHERE pr.prpubid = p.oid AND pr.prrelid = a.relid)
+					OR `+schemas+`))
+			FROM pg_catalog.pg_class c, pg_catalog.pg_publication p
+			WHERE c.oid = $1 AND p.pubname = $2`, relationID, publication).Scan(&via)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // gone, or no such publication: not known to be
+		}
+		return err
+	})
+	return via, err
+}
+
 // commitWaitLimit bounds WaitCommitted: a prepared transaction keeps its lock
 // until COMMIT PREPARED, so the wait cannot be unconditional.
 const commitWaitLimit = 3 * time.Second

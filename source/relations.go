@@ -17,6 +17,25 @@ type PublishedTable struct {
 	// Columns are the published column names (all non-generated columns unless
 	// the publication has a column list, PostgreSQL 15+).
 	Columns []string
+	// RowFilter is the publication's row filter of the table (PostgreSQL 15+),
+	// an SQL condition on its columns; "" when it has none. Only rows it holds
+	// for are published, so only those are copied.
+	RowFilter string
+	// Partitioned marks a partitioned table, published as a whole through its
+	// root (publish_via_partition_root): its rows are in its partitions.
+	Partitioned bool
+	// Parts are the leaf partitions of a partitioned table, which the copy
+	// reads one by one, with their sizes (Pages and Bytes above are their
+	// sums). Nil for a plain table, and for a partitioned table that has no
+	// partition or one that is not a plain table (a foreign table): the copy
+	// then reads the root as one.
+	Parts []Part
+}
+
+// Part is a leaf partition of a published partitioned table.
+type Part struct {
+	Schema, Name string
+	Pages, Bytes int64
 }
 
 // ReadPublishedTables describes every table of the publication as the Relation
@@ -30,13 +49,13 @@ func ReadPublishedTables(ctx context.Context, q interface {
 }, publication string, major int) ([]PublishedTable, error) {
 	// attnames (published column list) exists from 15; generated columns are not
 	// published before 18 (and we do not copy them: the target computes its own).
-	colList := "NULL::text[]"
+	colList, rowFilter := "NULL::text[]", "NULL::text"
 	if major >= 15 {
-		colList = "pt.attnames"
+		colList, rowFilter = "pt.attnames", "pt.rowfilter"
 	}
 	sql := `
 SELECT c.oid, n.nspname, c.relname, c.relreplident::text, c.relpages::int8,
-       pg_catalog.pg_table_size(c.oid), ` + colList + `
+       pg_catalog.pg_table_size(c.oid), ` + colList + `, ` + rowFilter + `, c.relkind = 'p'
 FROM pg_catalog.pg_publication_tables pt
 JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
 JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
@@ -51,11 +70,13 @@ ORDER BY n.nspname, c.relname`
 		nsp, name, rep string
 		pages, bytes   int64
 		attnames       []string
+		rowFilter      *string
+		partitioned    bool
 	}
 	var heads []head
 	for rows.Next() {
 		var h head
-		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames); err != nil {
+		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames, &h.rowFilter, &h.partitioned); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("source: list tables of publication %q: %w", publication, err)
 		}
@@ -116,7 +137,51 @@ ORDER BY a.attnum`
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
 		}
-		out = append(out, PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names})
+		pt := PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names, Partitioned: h.partitioned}
+		if h.rowFilter != nil {
+			pt.RowFilter = *h.rowFilter
+		}
+		if h.partitioned {
+			if pt.Parts, err = readParts(ctx, q, h.oid); err != nil {
+				return nil, fmt.Errorf("source: read the partitions of %s.%s: %w", h.nsp, h.name, err)
+			}
+			for _, p := range pt.Parts {
+				pt.Pages += p.Pages
+				pt.Bytes += p.Bytes
+			}
+		}
+		out = append(out, pt)
 	}
 	return out, nil
+}
+
+// readParts lists the leaf partitions of partitioned table oid (PostgreSQL
+// 12+; a publication publishes through the root from 13), nil when it has
+// none or one of them is not a plain table.
+func readParts(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, oid uint32) ([]Part, error) {
+	rows, err := q.Query(ctx, `SELECT n.nspname::text, c.relname::text, c.relkind = 'r', c.relpages::int8, pg_catalog.pg_table_size(c.oid)
+		FROM pg_catalog.pg_partition_tree($1) t
+		JOIN pg_catalog.pg_class c ON c.oid = t.relid
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE t.isleaf ORDER BY 1, 2`, oid)
+	if err != nil {
+		return nil, err
+	}
+	var parts []Part
+	var p Part
+	var plain bool
+	allPlain := true
+	if _, err := pgx.ForEachRow(rows, []any{&p.Schema, &p.Name, &plain, &p.Pages, &p.Bytes}, func() error {
+		parts = append(parts, p)
+		allPlain = allPlain && plain
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if !allPlain {
+		return nil, nil
+	}
+	return parts, nil
 }

@@ -16,11 +16,15 @@ func table(name string, pages, bytes int64) Table {
 func describe(jobs []job) string {
 	var parts []string
 	for _, j := range jobs {
+		name := j.table.Table.Table.Name
+		if j.part != nil {
+			name += "/" + j.part.Name
+		}
 		if !j.whereRange {
-			parts = append(parts, j.table.Table.Table.Name)
+			parts = append(parts, name)
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s[%d,%d)", j.table.Table.Table.Name, j.fromPage, j.toPage))
+		parts = append(parts, fmt.Sprintf("%s[%d,%d)", name, j.fromPage, j.toPage))
 	}
 	return strings.Join(parts, " ")
 }
@@ -74,5 +78,43 @@ func TestPlanJobs(t *testing.T) {
 	_, jobs = planJobs([]Table{table("big", 10, 350)}, 13, cfg)
 	if got := describe(jobs); got != "big" {
 		t.Fatalf("13: %s", got)
+	}
+}
+
+// A partitioned table published through its root is copied partition by
+// partition, each a table's worth of jobs, all counted as the root's; without
+// partitions to read (none, or a foreign one) the root is read as one.
+func TestPlanJobsPartitions(t *testing.T) {
+	cfg := Config{Slot: "s", Workers: 2, ChunkBytes: 100}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	root := table("m", 12, 400)
+	root.Published.Partitioned = true
+	root.Published.Parts = []source.Part{{Schema: "public", Name: "m1", Pages: 10, Bytes: 350}, {Schema: "public", Name: "m2", Pages: 2, Bytes: 50}}
+	bare := table("n", 0, 0)
+	bare.Published.Partitioned = true
+	runs, jobs := planJobs([]Table{root, bare}, 16, cfg)
+	if got, want := describe(jobs), "m/m1[0,3) m/m1[3,6) m/m1[6,8) m/m1[8,0) m/m2 n"; got != want {
+		t.Fatalf("jobs: %s\nwant: %s", got, want)
+	}
+	if runs[0].remaining.Load() != 5 || runs[1].remaining.Load() != 1 {
+		t.Fatalf("remaining: %d, %d", runs[0].remaining.Load(), runs[1].remaining.Load())
+	}
+	for _, c := range []struct {
+		j    job
+		want string
+	}{
+		{jobs[0], `COPY (SELECT "id" FROM ONLY "public"."m1" WHERE ctid >= '(0,0)'::tid AND ctid < '(3,0)'::tid AND (k > 10)) TO STDOUT`},
+		{jobs[4], `COPY (SELECT "id" FROM ONLY "public"."m2" WHERE (k > 10)) TO STDOUT`},
+		{jobs[5], `COPY (SELECT "id" FROM "public"."n") TO STDOUT`},
+	} {
+		c.j.table.Published.Columns = []string{"id"}
+		if c.j.table.Table.Table.Name == "m" {
+			c.j.table.Published.RowFilter = "k > 10"
+		}
+		if got := copyOutSQL(c.j); got != c.want {
+			t.Errorf("copy out:\n got %s\nwant %s", got, c.want)
+		}
 	}
 }

@@ -112,8 +112,9 @@ type Result struct {
 }
 
 type job struct {
-	table      *tableRun
-	chunk      int
+	table *tableRun
+	// part is the leaf partition this job reads, nil: the table itself.
+	part       *source.Part
 	fromPage   int64 // first page of the CTID range
 	toPage     int64 // first page after the range; 0 = to the end
 	whereRange bool
@@ -124,7 +125,6 @@ type tableRun struct {
 	// casts are the columns' casts (::"pg_catalog"."int4") when the table
 	// goes in COPY binary format, nil when it goes in text.
 	casts     []string
-	chunks    int
 	started   atomic.Bool // a worker took its first job: copying
 	remaining atomic.Int32
 	rows      atomic.Int64
@@ -240,15 +240,16 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	return res, nil
 }
 
-// planJobs splits the copy into jobs: one per table, or CTID ranges of a table
-// larger than cfg.ChunkBytes on a source that scans TID ranges (14+), at most
-// 4 per worker and never more than its pages. A table of more ranges than
-// workers gets a multiple of the worker count of them, so that the workers
-// finish it together, and the last round of ranges is half the size of the
-// others, so that the worker that finishes last waits for less. With fewer
-// ranges than workers, the other workers copy other tables meanwhile. The
-// last range is open-ended so pages added after relpages was read are copied
-// too.
+// planJobs splits the copy into jobs: one per table (per leaf partition of a
+// partitioned table published through its root), or CTID ranges of one
+// larger than cfg.ChunkBytes on a source that scans TID ranges (14+), at
+// most 4 per worker and never more than its pages. A table of more ranges
+// than workers gets a multiple of the worker count of them, so that the
+// workers finish it together, and the last round of ranges is half the size
+// of the others, so that the worker that finishes last waits for less. With
+// fewer ranges than workers, the other workers copy other tables meanwhile.
+// The last range is open-ended so pages added after relpages was read are
+// copied too.
 func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
 	runs := make([]*tableRun, len(tables))
 	var jobs []job
@@ -256,28 +257,40 @@ func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
 	for i, t := range tables {
 		r := &tableRun{Table: t}
 		runs[i] = r
-		pages := t.Published.Pages
-		n := int64(1)
-		if major >= 14 && pages > 1 && t.Published.Bytes > cfg.ChunkBytes {
-			n = (t.Published.Bytes + cfg.ChunkBytes - 1) / cfg.ChunkBytes
-			if n > w {
-				n = (n + w - 1) / w * w
+		before := len(jobs)
+		units := []*source.Part{nil}
+		if len(t.Published.Parts) > 0 {
+			units = units[:0]
+			for k := range t.Published.Parts {
+				units = append(units, &t.Published.Parts[k])
 			}
-			n = min(n, 4*w, pages)
 		}
-		r.chunks = int(n)
-		r.remaining.Store(int32(n))
-		if n == 1 {
-			jobs = append(jobs, job{table: r})
-			continue
-		}
-		for c, b := range rangeBounds(pages, n, w) {
-			j := job{table: r, chunk: c, whereRange: true, fromPage: b[0], toPage: b[1]}
-			if int64(c) == n-1 {
-				j.toPage = 0
+		for _, part := range units {
+			pages, bytes := t.Published.Pages, t.Published.Bytes
+			if part != nil {
+				pages, bytes = part.Pages, part.Bytes
 			}
-			jobs = append(jobs, j)
+			n := int64(1)
+			if major >= 14 && pages > 1 && bytes > cfg.ChunkBytes && (part != nil || !t.Published.Partitioned) {
+				n = (bytes + cfg.ChunkBytes - 1) / cfg.ChunkBytes
+				if n > w {
+					n = (n + w - 1) / w * w
+				}
+				n = min(n, 4*w, pages)
+			}
+			if n == 1 {
+				jobs = append(jobs, job{table: r, part: part})
+				continue
+			}
+			for c, b := range rangeBounds(pages, n, w) {
+				j := job{table: r, part: part, whereRange: true, fromPage: b[0], toPage: b[1]}
+				if int64(c) == n-1 {
+					j.toPage = 0
+				}
+				jobs = append(jobs, j)
+			}
 		}
+		r.remaining.Store(int32(len(jobs) - before))
 	}
 	return runs, jobs
 }
@@ -378,7 +391,9 @@ func chooseFormat(ctx context.Context, cfg Config, src Source, r *tableRun, targ
 	return nil
 }
 
-// copyOutSQL is the source's COPY TO STDOUT of one job.
+// copyOutSQL is the source's COPY TO STDOUT of one job: the published
+// columns of the table (or of the job's partition) and, of its rows, those in
+// the job's CTID range that the publication's row filter lets through.
 func copyOutSQL(j job) string {
 	t := j.table.Table.Table
 	cols := make([]string, len(j.table.Published.Columns))
@@ -388,12 +403,27 @@ func copyOutSQL(j job) string {
 			cols[i] += j.table.casts[i]
 		}
 	}
-	sql := "COPY (SELECT " + strings.Join(cols, ", ") + " FROM ONLY " + pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	from := "ONLY " + pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	switch {
+	case j.part != nil:
+		from = "ONLY " + pgx.Identifier{j.part.Schema, j.part.Name}.Sanitize()
+	case j.table.Published.Partitioned:
+		// The partitioned table as a whole: all its partitions.
+		from = pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	}
+	var conds []string
 	if j.whereRange {
-		sql += fmt.Sprintf(" WHERE ctid >= '(%d,0)'::tid", j.fromPage)
+		conds = append(conds, fmt.Sprintf("ctid >= '(%d,0)'::tid", j.fromPage))
 		if j.toPage > 0 {
-			sql += fmt.Sprintf(" AND ctid < '(%d,0)'::tid", j.toPage)
+			conds = append(conds, fmt.Sprintf("ctid < '(%d,0)'::tid", j.toPage))
 		}
+	}
+	if f := j.table.Published.RowFilter; f != "" {
+		conds = append(conds, "("+f+")")
+	}
+	sql := "COPY (SELECT " + strings.Join(cols, ", ") + " FROM " + from
+	if len(conds) > 0 {
+		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
 	sql += ") TO STDOUT"
 	if j.table.casts != nil {

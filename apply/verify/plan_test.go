@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -130,19 +131,19 @@ func TestSummarizeSQL(t *testing.T) {
 	tgt := &postgresSide{position: "(SELECT p.lsn FROM pgrelay.progress p WHERE p.slot = $%d)::text", posArg: "s1"}
 	st := testSide()
 	sql, args := src.summarizeSQL(st, Range{From: Key{"10"}, To: Key{"20"}})
-	want := `SELECT count(*), coalesce(pg_catalog.md5(string_agg(pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text), '' ORDER BY "id")), ''), pg_catalog.pg_current_wal_insert_lsn()::text FROM "public"."Orders" WHERE ("id") > ($1::text::integer) AND ("id") <= ($2::text::integer)`
+	want := `SELECT count(*), coalesce(pg_catalog.md5(string_agg(pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text), '' ORDER BY "id")), ''), pg_catalog.pg_current_wal_insert_lsn()::text FROM ONLY "public"."Orders" WHERE ("id") > ($1::text::integer) AND ("id") <= ($2::text::integer)`
 	if sql != want || !slices.Equal(args, []any{"10", "20"}) {
 		t.Errorf("source summary:\n got %s %v\nwant %s [10 20]", sql, args, want)
 	}
 	sql, args = tgt.summarizeSQL(st, Range{To: Key{"20"}})
-	want = `SELECT count(*), coalesce(pg_catalog.md5(string_agg(pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text), '' ORDER BY "id")), ''), (SELECT p.lsn FROM pgrelay.progress p WHERE p.slot = $2)::text FROM "public"."Orders" WHERE ("id") <= ($1::text::integer)`
+	want = `SELECT count(*), coalesce(pg_catalog.md5(string_agg(pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text), '' ORDER BY "id")), ''), (SELECT p.lsn FROM pgrelay.progress p WHERE p.slot = $2)::text FROM ONLY "public"."Orders" WHERE ("id") <= ($1::text::integer)`
 	if sql != want || !slices.Equal(args, []any{"20", "s1"}) {
 		t.Errorf("target summary:\n got %s %v\nwant %s [20 s1]", sql, args, want)
 	}
 	keyless := testSide()
 	keyless.Key, keyless.ByteOrder = nil, nil
 	sql, _ = src.summarizeSQL(keyless, Range{})
-	want = `SELECT count(*), coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::int8)::text || ' ' || sum(('x' || substr(h, 17, 16))::bit(64)::int8)::text, ''), pg_catalog.pg_current_wal_insert_lsn()::text FROM (SELECT pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text) AS h FROM "public"."Orders") r`
+	want = `SELECT count(*), coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::int8)::text || ' ' || sum(('x' || substr(h, 17, 16))::bit(64)::int8)::text, ''), pg_catalog.pg_current_wal_insert_lsn()::text FROM (SELECT pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text) AS h FROM ONLY "public"."Orders") r`
 	if sql != want {
 		t.Errorf("keyless summary:\n got %s\nwant %s", sql, want)
 	}
@@ -159,17 +160,17 @@ func TestCompositeKeySQL(t *testing.T) {
 		ByteOrder: []bool{true, false},
 	}
 	sql, args := boundarySQL(st, Key{"eu", "7"}, 500)
-	want := `SELECT "region"::text AS k0, "n"::text AS k1 FROM "s"."t" WHERE ("region" COLLATE "C", "n") > ($1::text::text COLLATE "C", $2::text::bigint) ORDER BY "region" COLLATE "C", "n" LIMIT 1 OFFSET $3`
+	want := `SELECT "region"::text AS k0, "n"::text AS k1 FROM ONLY "s"."t" WHERE ("region" COLLATE "C", "n") > ($1::text::text COLLATE "C", $2::text::bigint) ORDER BY "region" COLLATE "C", "n" LIMIT 1 OFFSET $3`
 	if sql != want || !slices.Equal(args, []any{"eu", "7", int64(499)}) {
 		t.Errorf("boundary:\n got %s %v\nwant %s [eu 7 499]", sql, args, want)
 	}
 	sql, _ = boundarySQL(st, nil, 500)
-	want = `SELECT "region"::text AS k0, "n"::text AS k1 FROM "s"."t" ORDER BY "region" COLLATE "C", "n" LIMIT 1 OFFSET $1`
+	want = `SELECT "region"::text AS k0, "n"::text AS k1 FROM ONLY "s"."t" ORDER BY "region" COLLATE "C", "n" LIMIT 1 OFFSET $1`
 	if sql != want {
 		t.Errorf("first boundary:\n got %s\nwant %s", sql, want)
 	}
 	sql, args = rowsSQL(st, Range{}, []Key{{"eu", "1"}, {"us", "2"}})
-	want = `SELECT "region"::text AS k0, "n"::text AS k1, pg_catalog.md5(ROW("region", "n", "v"::numeric)::text) FROM "s"."t" WHERE ("region", "n") IN (SELECT u.c0::text, u.c1::bigint FROM unnest($1::text[], $2::text[]) AS u(c0, c1)) ORDER BY "region" COLLATE "C", "n"`
+	want = `SELECT "region"::text AS k0, "n"::text AS k1, pg_catalog.md5(ROW("region", "n", "v"::numeric)::text) FROM ONLY "s"."t" WHERE ("region", "n") IN (SELECT u.c0::text, u.c1::bigint FROM unnest($1::text[], $2::text[]) AS u(c0, c1)) ORDER BY "region" COLLATE "C", "n"`
 	if sql != want || len(args) != 2 || !slices.Equal(args[0].([]string), []string{"eu", "us"}) || !slices.Equal(args[1].([]string), []string{"1", "2"}) {
 		t.Errorf("rows by key:\n got %s %v\nwant %s", sql, args, want)
 	}
@@ -229,5 +230,26 @@ func TestBuildPlan(t *testing.T) {
 	ss.Identity = 'f'
 	if p := buildPlan(tbl, ss, ts, 0, discardLog()); len(p.src.Key) != 0 || len(p.result.Key) != 0 {
 		t.Errorf("FULL identity: key %v, want none", p.result.Key)
+	}
+}
+
+// A partitioned table is read with its partitions, and the source side of a
+// table with a publication row filter reads only the rows it publishes.
+func TestFilteredPartitionedSQL(t *testing.T) {
+	st := testSide()
+	st.Partitioned = true
+	st.Filter = `"price" > 0`
+	sql, _ := boundarySQL(st, nil, 10)
+	want := `SELECT "id"::text AS k0 FROM "public"."Orders" WHERE ("price" > 0) ORDER BY "id" LIMIT 1 OFFSET $1`
+	if sql != want {
+		t.Errorf("boundary:\n got %s\nwant %s", sql, want)
+	}
+	sql, _ = rowsSQL(st, Range{From: Key{"1"}}, nil)
+	if want := ` FROM "public"."Orders" WHERE ("id") > ($1::text::integer) AND ("price" > 0) ORDER BY "id"`; !strings.HasSuffix(sql, want) {
+		t.Errorf("rows:\n got %s\nwant …%s", sql, want)
+	}
+	sql, _ = rowsSQL(st, Range{}, []Key{{"1"}})
+	if want := `FROM unnest($1::text[]) AS u(c0)) AND ("price" > 0) ORDER BY "id"`; !strings.HasSuffix(sql, want) {
+		t.Errorf("rows by key:\n got %s\nwant …%s", sql, want)
 	}
 }

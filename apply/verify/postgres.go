@@ -257,9 +257,9 @@ func (s *postgresSide) Describe(ctx context.Context, n TableName) (*Shape, error
 	sh := &Shape{Name: n}
 	var oid uint32
 	var identity string
-	err := s.conn.QueryRow(ctx, `SELECT c.oid, c.relreplident::text, greatest(c.reltuples, 0)::int8
+	err := s.conn.QueryRow(ctx, `SELECT c.oid, c.relreplident::text, greatest(c.reltuples, 0)::int8, c.relkind = 'p'
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, n.Schema, n.Name).Scan(&oid, &identity, &sh.EstimatedRows)
+		WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, n.Schema, n.Name).Scan(&oid, &identity, &sh.EstimatedRows, &sh.Partitioned)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -316,7 +316,27 @@ func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-func quotedTable(t *SideTable) string { return pgx.Identifier{t.Name.Schema, t.Name.Name}.Sanitize() }
+// quotedTable is the FROM item of t: the table alone, or a partitioned table
+// with its partitions.
+func quotedTable(t *SideTable) string {
+	name := pgx.Identifier{t.Name.Schema, t.Name.Name}.Sanitize()
+	if t.Partitioned {
+		return name
+	}
+	return "ONLY " + name
+}
+
+// filtered adds t's row filter to where (" WHERE …" or "").
+func filtered(t *SideTable, where string) string {
+	switch {
+	case t.Filter == "":
+		return where
+	case where == "":
+		return " WHERE (" + t.Filter + ")"
+	default:
+		return where + " AND (" + t.Filter + ")"
+	}
+}
 
 // rowHash is the SQL of one row's hash.
 func rowHash(t *SideTable) string {
@@ -367,7 +387,7 @@ func keyParams(t *SideTable, k Key, args *[]any) string {
 // comparisons, (a, b) > ($1, $2), are what a btree index on (a, b) serves.
 func rangeWhere(t *SideTable, r Range, args *[]any) string {
 	if r.Whole() {
-		return ""
+		return filtered(t, "")
 	}
 	var conds []string
 	key := "(" + keyColumns(t) + ")"
@@ -377,7 +397,7 @@ func rangeWhere(t *SideTable, r Range, args *[]any) string {
 	if r.To != nil {
 		conds = append(conds, key+" <= ("+keyParams(t, r.To, args)+")")
 	}
-	return " WHERE " + strings.Join(conds, " AND ")
+	return filtered(t, " WHERE "+strings.Join(conds, " AND "))
 }
 
 // keysWhere is the WHERE clause selecting the rows with the given keys.
@@ -399,8 +419,8 @@ func keysWhere(t *SideTable, keys []Key, args *[]any) string {
 	for i := range aliases {
 		aliases[i] = "c" + strconv.Itoa(i)
 	}
-	return " WHERE (" + strings.Join(cols, ", ") + ") IN (SELECT " + strings.Join(vals, ", ") +
-		" FROM unnest(" + strings.Join(arrays, ", ") + ") AS u(" + strings.Join(aliases, ", ") + "))"
+	return filtered(t, " WHERE ("+strings.Join(cols, ", ")+") IN (SELECT "+strings.Join(vals, ", ")+
+		" FROM unnest("+strings.Join(arrays, ", ")+") AS u("+strings.Join(aliases, ", ")+"))")
 }
 
 // positionSQL is the side's position expression, its parameter appended.

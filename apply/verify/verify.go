@@ -89,6 +89,9 @@ type Table struct {
 	Target TableName
 	// Columns are the source's published columns, the ones compared.
 	Columns []string
+	// SourceFilter is the publication's row filter of the table, "" when it
+	// has none: only source rows it holds for are compared.
+	SourceFilter string
 }
 
 // Shape is a table as one server's catalog describes it.
@@ -105,6 +108,8 @@ type Shape struct {
 	Indexes [][]string
 	// EstimatedRows is the planner's estimate (0 when never analyzed).
 	EstimatedRows int64
+	// Partitioned marks a partitioned table, whose rows are its partitions'.
+	Partitioned bool
 }
 
 // Column is one column of a Shape.
@@ -137,6 +142,12 @@ type SideTable struct {
 	// ByteOrder marks key columns compared in byte order (COLLATE "C")
 	// because their collations differ between the servers.
 	ByteOrder []bool
+	// Partitioned reads the table with its partitions; otherwise the table
+	// alone (ONLY: without inheritance children, published as tables of
+	// their own).
+	Partitioned bool
+	// Filter is an SQL condition the rows read must meet, "" for all rows.
+	Filter string
 }
 
 // Summary is one side's count and checksum of a range.
@@ -371,7 +382,9 @@ func (c *comparer) plan(ctx context.Context, t Table) (*plan, error) {
 // buildPlan decides what both sides read: the published columns the target
 // has, the key, the key order.
 func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan {
-	p := &plan{table: t, src: &SideTable{Name: t.Source}, tgt: &SideTable{Name: t.Target}}
+	p := &plan{table: t,
+		src: &SideTable{Name: t.Source, Partitioned: ss.Partitioned, Filter: t.SourceFilter},
+		tgt: &SideTable{Name: t.Target, Partitioned: ts.Partitioned}}
 	p.result = TableResult{Table: t.Source, Target: t.Target}
 	for _, name := range t.Columns {
 		sc, tc := ss.column(name), ts.column(name)

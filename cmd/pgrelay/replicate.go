@@ -274,6 +274,12 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 			return source.TxidSnapshot{}, false
 		}
 	}
+	if sf, ok := schema.NewSourceFacts(srcConn).(*schema.SourceFacts); ok {
+		// On the catalog's connection, asked from the goroutine that applies.
+		acfg.PublishedViaRoot = func(ctx context.Context, relid uint32) (bool, error) {
+			return sf.PublishedViaRoot(ctx, cfg.Publication, relid)
+		}
+	}
 	if twoPhase {
 		acfg.TxnAborted = func(ctx context.Context, xid uint32) (bool, error) {
 			return sourceTxnAborted(ctx, cfg.SourceURL, xid)

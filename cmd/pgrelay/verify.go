@@ -120,7 +120,7 @@ func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
 			e.log.Info("the target table still has the name the source table had before it was renamed: pgrelay renames it with the next change to it",
 				"table", name.String(), "target_table", target.String())
 		}
-		tables = append(tables, verify.Table{Source: name, Target: target, Columns: pt.Columns})
+		tables = append(tables, verify.Table{Source: name, Target: target, Columns: pt.Columns, SourceFilter: pt.RowFilter})
 	}
 
 	vcfg := verify.Config{
