@@ -189,8 +189,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			slotLine += ", INVALIDATED (" + orDash(slot.InvalidationReason) + "): it cannot stream any more; run migrate or replicate with PGRELAY_SNAPSHOT=always to copy the tables anew"
 		case slot.Active:
 			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
+		case !r.Seeded && r.SnapshotLSN != "":
+			slotLine += ", idle: streaming starts when the snapshot copy ends"
 		default:
-			slotLine += ", idle"
+			slotLine += ", idle: no pgrelay streams from it"
 		}
 	}
 	fmt.Fprintf(w, "slot\t%s: %s\n", cfg.Slot, slotLine)
