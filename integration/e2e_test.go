@@ -1484,3 +1484,31 @@ func TestE2EPublicationViaRootAndRowFilter(t *testing.T) {
 		t.Errorf("verify exited %d with an unpublished row on the target, want 1; output:\n%s", code, p.logs())
 	}
 }
+
+// A column of another table's row type: in the copy, the used table is created
+// first (its CREATE TABLE makes the row type); while streaming, both tables
+// created and written at once used to leave two target sessions waiting on
+// each other for good (the type's creation in a session of its own, the table
+// of that name uncommitted in the apply transaction).
+func TestE2ETableRowTypeColumn(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE rt_z (id int PRIMARY KEY, v text); INSERT INTO rt_z VALUES (1, 'z');
+		CREATE TABLE rt_a (id int PRIMARY KEY, x rt_z); INSERT INTO rt_a VALUES (1, ROW(1, 'z')::rt_z);
+		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT relkind FROM pg_class c JOIN pg_type t ON t.typrelid = c.oid WHERE t.typname = 'rt_z'"); got != "r" {
+		t.Errorf("type rt_z on the target belongs to a relation of kind %q, want the table's (r)", got)
+	}
+
+	r := e.start("replicate")
+	r.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "CREATE TABLE rowt_a (id int PRIMARY KEY, v text); CREATE TABLE rowt_b (id int PRIMARY KEY, x rowt_a)")
+	e.src.Exec(t, "INSERT INTO rowt_a VALUES (1, 'a')")
+	e.src.Exec(t, "INSERT INTO rowt_b VALUES (1, ROW(1, 'a'))")
+	e2eWaitTarget(t, e, r, 90*time.Second, "rowt_b's row", "SELECT to_regclass('public.rowt_b') IS NOT NULL AND (SELECT count(*) FROM public.rowt_b) = 1")
+	e2eCompare(t, e)
+	if code := r.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, r.logs())
+	}
+}

@@ -63,7 +63,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		}
 	}
 	for _, typ := range t.Types {
-		if !creatable(typ) {
+		if !creatable(typ) || typ.RowType {
 			continue
 		}
 		name := d.qualified(typ.Namespace, typ.Name)
@@ -291,7 +291,30 @@ func (d PostgresDialect) CreateTable(t *Table) ([]string, error) {
 	if len(lines) > 0 {
 		body = "(\n" + strings.Join(lines, ",\n") + "\n)"
 	}
-	return []string{"CREATE TABLE IF NOT EXISTS " + d.tableName(t) + " " + body}, nil
+	return append(d.rowTypes(t), "CREATE TABLE IF NOT EXISTS "+d.tableName(t)+" "+body), nil
+}
+
+// rowTypes creates the other tables' row types t's columns use, when no type
+// of that name exists, as composite types. They are not made with
+// CreateTypes, which commits types first in a session of their own: that
+// session would wait for the apply transaction that creates the table of the
+// same name, which waits for it. Here they join the table's own DDL, which
+// sees such a table, and the existing row type is left alone.
+func (d PostgresDialect) rowTypes(t *Table) []string {
+	var stmts []string
+	for _, typ := range t.Types {
+		if !creatable(typ) || !typ.RowType || typ.Namespace == t.Schema && typ.Name == t.Name {
+			continue
+		}
+		attrs := make([]string, len(typ.Attributes))
+		for i, a := range typ.Attributes {
+			attrs[i] = d.QuoteIdent(a.Name) + " " + a.TypeName
+		}
+		stmts = append(stmts, doBlock("BEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = "+
+			quoteLiteral(typ.Namespace)+" AND t.typname = "+quoteLiteral(typ.Name)+") THEN\n\t\tCREATE TYPE "+d.qualified(typ.Namespace, typ.Name)+
+			" AS ("+strings.Join(attrs, ", ")+");\n\tEND IF;\nEND"))
+	}
+	return stmts
 }
 
 // MoveTable implements Dialect: SET SCHEMA first, then RENAME.
@@ -337,6 +360,7 @@ func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
 	prevSchema, prevName := d.TargetTable(prev)
 	newSchema, newName := d.TargetTable(t)
 	stmts = append(stmts, d.MoveTable(prevSchema, prevName, newSchema, newName)...)
+	stmts = append(stmts, d.rowTypes(t)...)
 	table := d.qualified(newSchema, newName)
 	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
 

@@ -394,6 +394,9 @@ WHERE contypid = $1 AND contype = 'c' ORDER BY conname`, oid)
 		}
 	case typtype == "c":
 		typ.Category = CategoryComposite
+		if err := tx.QueryRow(ctx, `SELECT relkind <> 'c' FROM pg_catalog.pg_class WHERE oid = $1`, typrelid).Scan(&typ.RowType); err != nil {
+			return nil, fmt.Errorf("read the relation of type %s.%s: %w", typ.Namespace, typ.Name, err)
+		}
 		rows, err := tx.Query(ctx, `
 SELECT a.attname, a.atttypid, `+fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod")+`
 FROM pg_catalog.pg_attribute a`+fmt.Sprintf(typeNameJoin, "a.atttypid")+`

@@ -47,6 +47,9 @@ type Type struct {
 	DomainDefault string
 	// Attributes are the fields of a composite type, in order.
 	Attributes []Attribute
+	// RowType marks a composite type that is a table's row type (of the
+	// table of the same name), which the table's CREATE TABLE makes.
+	RowType bool `json:",omitempty"`
 }
 
 // Attribute is one field of a composite type.

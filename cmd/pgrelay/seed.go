@@ -295,12 +295,37 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 		if err != nil {
 			return nil, snap, err
 		}
-		if err := s.tgt.EnsureTable(ctx, t, nil); err != nil {
-			return nil, snap, err
-		}
 		out = append(out, snapshot.Table{Table: t, Published: pt, Clean: true})
 	}
+	for _, i := range rowTypesFirst(out) {
+		if err := s.tgt.EnsureTable(ctx, out[i].Table, nil); err != nil {
+			return nil, snap, err
+		}
+	}
 	return out, snap, nil
+}
+
+// rowTypesFirst orders the tables to create: those whose row type a column of
+// another table uses before the others, so that the target's CREATE TABLE
+// makes the row type, not a composite type standing in for it.
+func rowTypesFirst(tables []snapshot.Table) []int {
+	used := map[string]bool{}
+	for _, t := range tables {
+		for _, typ := range t.Table.Types {
+			if typ.RowType {
+				used[typ.Namespace+"."+typ.Name] = true
+			}
+		}
+	}
+	order := make([]int, 0, len(tables))
+	for pass := 0; pass < 2; pass++ {
+		for i, t := range tables {
+			if used[t.Table.Schema+"."+t.Table.Name] == (pass == 0) {
+				order = append(order, i)
+			}
+		}
+	}
+	return order
 }
 
 func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table) error {
