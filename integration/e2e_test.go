@@ -1512,3 +1512,37 @@ func TestE2ETableRowTypeColumn(t *testing.T) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, r.logs())
 	}
 }
+
+// Columns with a collation of their own keep it on the target, in the copy,
+// in tables created from the stream, and when it changes on the source: the
+// target sorts and compares them as the source does.
+func TestE2EColumnCollations(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE co_copied (id int PRIMARY KEY, v text COLLATE "C", w varchar(10) COLLATE "POSIX", plain text);
+		INSERT INTO co_copied VALUES (1, 'a', 'b', 'c'), (2, 'C', 'D', 'E');
+		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	r := e.start("replicate")
+	r.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, `CREATE TABLE co_streamed (id int PRIMARY KEY, v text COLLATE "C"); INSERT INTO co_streamed VALUES (1, 'x')`)
+	e.src.Exec(t, `ALTER TABLE co_copied ALTER COLUMN w TYPE varchar(10) COLLATE "C", ALTER COLUMN v TYPE text COLLATE "default";
+		UPDATE co_copied SET plain = 'changed' WHERE id = 1`)
+	e2eWaitTarget(t, e, r, 90*time.Second, "the changes", "SELECT (SELECT count(*) FROM public.co_streamed) = 1 AND (SELECT plain FROM public.co_copied WHERE id = 1) = 'changed'")
+	e2eCompare(t, e)
+	collations := func(pg *harness.PG) string {
+		return pg.QueryString(t, `SELECT string_agg(c.relname || '.' || a.attname || '=' || coalesce(co.collname, '-'), ' ' ORDER BY c.relname, a.attnum)
+			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type ty ON ty.oid = a.atttypid
+			LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> ty.typcollation
+			WHERE c.relname IN ('co_copied', 'co_streamed') AND a.attnum > 0 AND NOT a.attisdropped`)
+	}
+	want := "co_copied.id=- co_copied.v=- co_copied.w=C co_copied.plain=- co_streamed.id=- co_streamed.v=C"
+	if got := collations(e.src); got != want {
+		t.Fatalf("source collations %q, want %q (test setup)", got, want)
+	}
+	if got := collations(e.tgt); got != want {
+		t.Errorf("target collations %q, want the source's %q", got, want)
+	}
+	if code := r.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, r.logs())
+	}
+}

@@ -47,6 +47,7 @@ type ColumnFacts struct {
 	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
 	PortableDefault bool   // see Column.PortableDefault
 	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
+	Collation       string // see Column.Collation
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
 	// Generated is the expression of a stored generated column, "" for other
@@ -194,6 +195,7 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 			col.VolatileDefault = f.VolatileDefault
 			col.PortableDefault = f.PortableDefault
 			col.FillValue = f.FillValue
+			col.Collation = f.Collation
 		} else {
 			name, err := c.fallbackTypeName(ctx, rc.TypeOID, rc.TypeMod, types)
 			if err != nil {
@@ -366,7 +368,7 @@ func SameDefinition(a, b *Table) bool {
 		x, y := a.Columns[i], b.Columns[i]
 		if x.Name != y.Name || x.TypeOID != y.TypeOID || x.TypeMod != y.TypeMod || x.Key != y.Key ||
 			x.TypeName != y.TypeName || x.NotNull != y.NotNull || x.Default != y.Default ||
-			x.VolatileDefault != y.VolatileDefault || x.PortableDefault != y.PortableDefault {
+			x.VolatileDefault != y.VolatileDefault || x.PortableDefault != y.PortableDefault || x.Collation != y.Collation {
 			return false
 		}
 	}

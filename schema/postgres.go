@@ -232,8 +232,20 @@ func (d PostgresDialect) generatedDef(g *GeneratedColumn) string {
 }
 
 // columnDef is a column's definition in CREATE TABLE and ADD COLUMN.
+// collate is c's COLLATE clause, "" when it has no collation of its own (a
+// TYPE change without one gives the column its type's).
+func collate(c *Column) string {
+	if c.Collation == "" {
+		return ""
+	}
+	return " COLLATE " + c.Collation
+}
+
 func (d PostgresDialect) columnDef(c *Column) string {
 	def := d.QuoteIdent(c.Name) + " " + c.TypeName
+	if c.Collation != "" {
+		def += " COLLATE " + c.Collation
+	}
 	if dflt := targetDefault(c); dflt != "" {
 		def += " DEFAULT " + dflt
 	}
@@ -426,7 +438,13 @@ END`))
 				alter("ALTER COLUMN " + col + " DROP DEFAULT")
 				prevDefault = ""
 			}
-			alter("ALTER COLUMN " + col + " TYPE " + c.TypeName + " USING " + col + "::" + c.TypeName)
+			alter("ALTER COLUMN " + col + " TYPE " + c.TypeName + collate(c) + " USING " + col + "::" + c.TypeName)
+		} else if p.Collation != c.Collation {
+			clause := collate(c)
+			if clause == "" {
+				clause = ` COLLATE "default"` // its own collation dropped: the type's
+			}
+			alter("ALTER COLUMN " + col + " TYPE " + c.TypeName + clause)
 		}
 		if prevDefault != newDefault {
 			if newDefault == "" {

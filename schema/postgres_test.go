@@ -33,8 +33,9 @@ func volatile(expr string) func(*Column) {
 func portable(expr string) func(*Column) {
 	return func(c *Column) { c.Default = expr; c.VolatileDefault = true; c.PortableDefault = true }
 }
-func attnum(n int16) func(*Column)  { return func(c *Column) { c.Attnum = n } }
-func fill(lit string) func(*Column) { return func(c *Column) { c.FillValue = lit } }
+func attnum(n int16) func(*Column)        { return func(c *Column) { c.Attnum = n } }
+func fill(lit string) func(*Column)       { return func(c *Column) { c.FillValue = lit } }
+func collation(name string) func(*Column) { return func(c *Column) { c.Collation = name } }
 func ofType(typ *Type) func(*Column) {
 	return func(c *Column) { c.Type = typ; c.TypeOID = typ.OID }
 }
@@ -169,6 +170,23 @@ func goldenCases() []goldenCase {
 			col("name", "text", notNull, attnum(2)),
 			col("email", "character varying(320)", attnum(3)),
 			col("score", "numeric(6,1)", dflt("0.0"), attnum(4)),
+		)},
+		{name: "create_collations", t: table("public", "names", IdentityDefault,
+			col("id", "integer", key),
+			col("name", "text", collation(`"pg_catalog"."C"`)),
+			col("sort_key", "character varying(20)", collation(`"public"."und-x-icu"`), notNull),
+		)},
+		{name: "alter_collations", prev: table("public", "names", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", collation(`"pg_catalog"."C"`), attnum(2)),
+			col("sort_key", "text", attnum(3)),
+			col("kept", "text", collation(`"pg_catalog"."C"`), attnum(4)),
+		), t: table("public", "names", IdentityDefault,
+			col("id", "integer", key, attnum(1)),
+			col("name", "text", attnum(2)),
+			col("sort_key", "text", collation(`"pg_catalog"."POSIX"`), attnum(3)),
+			col("kept", "character varying(9)", collation(`"pg_catalog"."C"`), attnum(4)),
+			col("added", "text", collation(`"pg_catalog"."C"`), attnum(5)),
 		)},
 		{name: "alter_defaults_not_null", prev: usersV1, t: table("public", "users", IdentityDefault,
 			col("id", "integer", key, attnum(1)),

@@ -245,7 +245,10 @@ SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypi
        d.adbin IS NOT NULL AND NOT ` + generated + ` AND d.adbin::text !~ ':funcid 1574 ' AND NOT EXISTS (
            SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m WHERE m[2]::oid >= 16384),
        ` + missing + `,
-       CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN ` + generatedExpr + ` ELSE '' END
+       CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN ` + generatedExpr + ` ELSE '' END,
+       COALESCE((SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname)
+         FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace
+         WHERE co.oid = a.attcollation AND a.attcollation <> tt.typcollation), '')
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `
@@ -264,7 +267,7 @@ ORDER BY a.attnum`
 				f                                     ColumnFacts
 			)
 			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-				&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated); err != nil {
+				&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated, &f.Collation); err != nil {
 				rows.Close()
 				return err
 			}

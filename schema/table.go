@@ -104,6 +104,10 @@ type Column struct {
 	// "" when unknown. It, not the current default, fills existing target rows
 	// when the column is added there: the default may have changed since.
 	FillValue string
+	// Collation is the column's own collation, quoted and schema-qualified
+	// ("pg_catalog"."C"), when it is not its type's (COLLATE in the column's
+	// definition); "" otherwise.
+	Collation string `json:",omitempty"`
 }
 
 // GeneratedColumn is a stored generated column of the source table.

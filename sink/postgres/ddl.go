@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
@@ -192,7 +194,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		}
 	}
 	if err != nil {
-		return err
+		return collationHint(err)
 	}
 	s.logMoves(t, pl)
 	if prev != nil {
@@ -200,4 +202,14 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	s.forget(t)
 	return nil
+}
+
+// collationHint says what to do when the target lacks a column's collation
+// (an ICU or libc locale the source has and the target's server does not).
+func collationHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42704" && strings.HasPrefix(pgErr.Message, "collation ") {
+		return fmt.Errorf("%w; a column of the source uses a collation the target lacks: create it on the target (CREATE COLLATION, as the source defines it) and start pgrelay again", err)
+	}
+	return err
 }

@@ -1,0 +1,10 @@
+-- create
+CREATE SCHEMA IF NOT EXISTS "public";
+
+CREATE TABLE IF NOT EXISTS "public"."names" (
+	"id" integer NOT NULL,
+	"name" text COLLATE "pg_catalog"."C",
+	"sort_key" character varying(20) COLLATE "public"."und-x-icu" NOT NULL,
+	PRIMARY KEY ("id")
+);
+
