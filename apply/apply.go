@@ -795,6 +795,9 @@ func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *sche
 		return fmt.Errorf("apply: internal error: DDL for %s with a target transaction open", t.QualifiedName())
 	}
 	if err := a.sink.EnsureTable(ctx, t, prev); err != nil {
+		if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
+			return fmt.Errorf("apply: %w", err)
+		}
 		return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
 	}
 	return nil

@@ -1546,3 +1546,31 @@ func TestE2EColumnCollations(t *testing.T) {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, r.logs())
 	}
 }
+
+// A row the target rejects, reported when the next table's DDL makes the round
+// trip: the error names the row's table and statement, not the table whose
+// DDL happened to report it.
+func TestE2ERejectedRowBeforeDDL(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE ep_iv (id int PRIMARY KEY, v text); CREATE TABLE ep_other (id int PRIMARY KEY);
+		INSERT INTO ep_iv VALUES (1, 'ok'); INSERT INTO ep_other VALUES (1);
+		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	e.tgt.Exec(t, "ALTER TABLE public.ep_iv ADD CONSTRAINT ep_no_bad CHECK (v <> 'bad')")
+	// One backlog, applied as one group: the insert is queued, the DDL of
+	// ep_other flushes it.
+	e.src.Exec(t, "INSERT INTO ep_iv VALUES (2, 'bad')")
+	e.src.Exec(t, "ALTER TABLE ep_other ADD COLUMN c int")
+	e.src.Exec(t, "INSERT INTO ep_other VALUES (2, 2)")
+	p, code := e.run(2*time.Minute, "migrate")
+	if code == 0 {
+		t.Fatalf("migrate exited 0 although the target rejects a row; log:\n%s", p.logs())
+	}
+	out := p.logs()
+	if !strings.Contains(out, `insert into "public"."ep_iv"`) || !strings.Contains(out, "ep_no_bad") {
+		t.Errorf("the error does not name the rejected insert and the constraint; log:\n%s", out)
+	}
+	if strings.Contains(out, "create or alter target table for public.ep_other") {
+		t.Errorf("the error blames ep_other's DDL for ep_iv's row; log:\n%s", out)
+	}
+}

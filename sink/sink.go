@@ -42,6 +42,15 @@ type retryableError struct{ err error }
 func (e retryableError) Error() string   { return e.err.Error() }
 func (e retryableError) Unwrap() []error { return []error{e.err, ErrRetryable} }
 
+// EarlierChangeError wraps the error of a change queued before the operation
+// that reported it (a sink that pipelines learns that a row failed with its
+// next round trip, which may be a table's DDL): the error names its own change,
+// and the operation at hand is not at fault.
+type EarlierChangeError struct{ Err error }
+
+func (e *EarlierChangeError) Error() string { return e.Err.Error() }
+func (e *EarlierChangeError) Unwrap() error { return e.Err }
+
 // ChangeKind tells what a Change does.
 type ChangeKind byte
 

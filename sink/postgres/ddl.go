@@ -152,10 +152,10 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return err
 	}
 	if err := tx.drain(ctx); err != nil {
-		return err
+		return &sink.EarlierChangeError{Err: err}
 	}
 	if err := tx.flushRun(ctx); err != nil {
-		return err
+		return &sink.EarlierChangeError{Err: err}
 	}
 	tx.queueBegin()
 	// Another relation's table standing on t's name moves first, and, when it
@@ -194,6 +194,10 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		}
 	}
 	if err != nil {
+		// A change queued before the DDL (sent with it) may be what failed.
+		if ce := (*ChangeError)(nil); errors.As(err, &ce) && ce.Op != opDDL.String() {
+			return &sink.EarlierChangeError{Err: err}
+		}
 		return collationHint(err)
 	}
 	s.logMoves(t, pl)
