@@ -1574,3 +1574,23 @@ func TestE2ERejectedRowBeforeDDL(t *testing.T) {
 		t.Errorf("the error blames ep_other's DDL for ep_iv's row; log:\n%s", out)
 	}
 }
+
+// A composite primary key (and a replica identity index) keeps the source's
+// column order on the target, not the table's: (b, a) serves lookups by b.
+func TestE2EKeyColumnOrder(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE ko_copied (a int, b int, v text, PRIMARY KEY (b, a)); INSERT INTO ko_copied VALUES (1, 2, 'x');
+		CREATE TABLE ko_ri (a int NOT NULL, b int NOT NULL, v text); CREATE UNIQUE INDEX ko_ri_ba ON ko_ri (b, a);
+		ALTER TABLE ko_ri REPLICA IDENTITY USING INDEX ko_ri_ba; INSERT INTO ko_ri VALUES (1, 2, 'y');
+		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	e.src.Exec(t, `CREATE TABLE ko_streamed (a int, b int, PRIMARY KEY (b, a)); INSERT INTO ko_streamed VALUES (1, 2);
+		UPDATE ko_copied SET v = 'z' WHERE a = 1 AND b = 2; DELETE FROM ko_ri WHERE a = 1`)
+	e.mustRun(3*time.Minute, "migrate")
+	e2eCompare(t, e)
+	keys := e.tgt.QueryString(t, `SELECT string_agg(c.relname || ' ' || regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING btree ', ''), '; ' ORDER BY c.relname)
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE i.indisprimary AND c.relname LIKE 'ko\_%'`)
+	if want := "ko_copied (b, a); ko_ri (b, a); ko_streamed (b, a)"; keys != want {
+		t.Errorf("target primary keys: %s, want %s", keys, want)
+	}
+}

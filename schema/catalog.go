@@ -48,6 +48,7 @@ type ColumnFacts struct {
 	PortableDefault bool   // see Column.PortableDefault
 	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
 	Collation       string // see Column.Collation
+	KeyPosition     int16  // see Column.KeyPosition
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
 	// Generated is the expression of a stored generated column, "" for other
@@ -187,6 +188,9 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 		f, ok := facts.Columns[rc.Name]
 		if ok {
 			col.Attnum = f.Attnum
+			if col.Key {
+				col.KeyPosition = f.KeyPosition
+			}
 		}
 		if ok && f.TypeOID == rc.TypeOID && f.TypeName != "" {
 			col.TypeName = f.TypeName
@@ -368,7 +372,8 @@ func SameDefinition(a, b *Table) bool {
 		x, y := a.Columns[i], b.Columns[i]
 		if x.Name != y.Name || x.TypeOID != y.TypeOID || x.TypeMod != y.TypeMod || x.Key != y.Key ||
 			x.TypeName != y.TypeName || x.NotNull != y.NotNull || x.Default != y.Default ||
-			x.VolatileDefault != y.VolatileDefault || x.PortableDefault != y.PortableDefault || x.Collation != y.Collation {
+			x.VolatileDefault != y.VolatileDefault || x.PortableDefault != y.PortableDefault || x.Collation != y.Collation ||
+			x.KeyPosition != y.KeyPosition {
 			return false
 		}
 	}

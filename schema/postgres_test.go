@@ -33,8 +33,11 @@ func volatile(expr string) func(*Column) {
 func portable(expr string) func(*Column) {
 	return func(c *Column) { c.Default = expr; c.VolatileDefault = true; c.PortableDefault = true }
 }
-func attnum(n int16) func(*Column)        { return func(c *Column) { c.Attnum = n } }
-func fill(lit string) func(*Column)       { return func(c *Column) { c.FillValue = lit } }
+func attnum(n int16) func(*Column)  { return func(c *Column) { c.Attnum = n } }
+func fill(lit string) func(*Column) { return func(c *Column) { c.FillValue = lit } }
+func keyAt(pos int16) func(*Column) {
+	return func(c *Column) { c.Key, c.NotNull, c.KeyPosition = true, true, pos }
+}
 func collation(name string) func(*Column) { return func(c *Column) { c.Collation = name } }
 func ofType(typ *Type) func(*Column) {
 	return func(c *Column) { c.Type = typ; c.TypeOID = typ.OID }
@@ -170,6 +173,11 @@ func goldenCases() []goldenCase {
 			col("name", "text", notNull, attnum(2)),
 			col("email", "character varying(320)", attnum(3)),
 			col("score", "numeric(6,1)", dflt("0.0"), attnum(4)),
+		)},
+		{name: "create_key_order", t: table("sales", "order_items", IdentityDefault,
+			col("line", "integer", keyAt(2)),
+			col("note", "text"),
+			col("order_id", "bigint", keyAt(1)),
 		)},
 		{name: "create_collations", t: table("public", "names", IdentityDefault,
 			col("id", "integer", key),

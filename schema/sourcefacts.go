@@ -248,7 +248,12 @@ SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypi
        CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN ` + generatedExpr + ` ELSE '' END,
        COALESCE((SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname)
          FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace
-         WHERE co.oid = a.attcollation AND a.attcollation <> tt.typcollation), '')
+         WHERE co.oid = a.attcollation AND a.attcollation <> tt.typcollation), ''),
+       COALESCE((SELECT k.ord FROM pg_catalog.pg_index i
+         CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord)
+         WHERE i.indrelid = c.oid AND k.attnum = a.attnum
+           AND CASE c.relreplident WHEN 'd' THEN i.indisprimary WHEN 'i' THEN i.indisreplident ELSE false END
+         LIMIT 1), 0)::pg_catalog.int2
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `
@@ -267,7 +272,7 @@ ORDER BY a.attnum`
 				f                                     ColumnFacts
 			)
 			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-				&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated, &f.Collation); err != nil {
+				&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
 				rows.Close()
 				return err
 			}

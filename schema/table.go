@@ -3,6 +3,8 @@
 // mapping of a source relation onto target DDL, one dialect per target kind.
 package schema
 
+import "slices"
+
 // Replica identity settings, as sent in Relation messages.
 const (
 	IdentityDefault byte = 'd'
@@ -108,6 +110,9 @@ type Column struct {
 	// ("pg_catalog"."C"), when it is not its type's (COLLATE in the column's
 	// definition); "" otherwise.
 	Collation string `json:",omitempty"`
+	// KeyPosition is a key column's position in the source's key index
+	// (primary key or replica identity index), from 1; 0 when unknown.
+	KeyPosition int16 `json:",omitempty"`
 }
 
 // GeneratedColumn is a stored generated column of the source table.
@@ -148,12 +153,19 @@ func (t *Table) Column(name string) *Column {
 }
 
 // KeyColumns returns the indexes of the replica identity key columns.
+// They come in the source key index's order when every one's KeyPosition is
+// known, else in table order.
 func (t *Table) KeyColumns() []int {
 	var idx []int
+	ordered := true
 	for i, c := range t.Columns {
 		if c.Key {
 			idx = append(idx, i)
+			ordered = ordered && c.KeyPosition > 0
 		}
+	}
+	if ordered {
+		slices.SortStableFunc(idx, func(a, b int) int { return int(t.Columns[a].KeyPosition) - int(t.Columns[b].KeyPosition) })
 	}
 	return idx
 }
