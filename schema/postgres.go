@@ -106,15 +106,16 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			}
 			b.WriteString(";")
 			create = b.String()
-			// An existing domain takes the source's CHECK constraints: those
-			// it lacks are added (NOT VALID: its rows come from the source),
-			// those the source no longer has are dropped.
+			// An existing domain takes the source's CHECK constraints, matched
+			// by name and definition: those it lacks are added (NOT VALID: its
+			// rows come from the source), others are dropped.
 			checks := make([]string, len(typ.DomainChecks))
 			for i, c := range typ.DomainChecks {
 				checks[i] = quoteLiteral(c)
 			}
 			list := "ARRAY[" + strings.Join(checks, ", ") + "]::pg_catalog.text[]"
-			orElse = `		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+			def := `'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '')`
+			orElse = `		FOR r IN SELECT c.conname, ` + def + ` AS def
 			FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c' LOOP
 			IF NOT (r.def = ANY (` + list + `)) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', ` + quoteLiteral(name) + `, r.conname);
@@ -122,7 +123,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		END LOOP;
 		FOREACH label IN ARRAY ` + list + ` LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c'
-				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				AND ` + def + ` = label) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', ` + quoteLiteral(name) + `, label);
 			END IF;
 		END LOOP;
