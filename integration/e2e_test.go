@@ -681,6 +681,50 @@ func testE2EEnumLabelAdded(t *testing.T, major int) {
 	}
 }
 
+// TestE2EEnumLabelRenamed: ALTER TYPE … RENAME VALUE on the source renames the
+// target's label too, so that the rows holding it read the new name: for an
+// enum used by a column, an array, a domain and inside a composite, and for a
+// swap of two labels (three renames) while pgrelay was stopped.
+func TestE2EEnumLabelRenamed(t *testing.T) {
+	e2eEachMajor(t, testE2EEnumLabelRenamed)
+}
+
+func testE2EEnumLabelRenamed(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	labels := func(typ string) string {
+		return e.tgt.QueryString(t, "SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum WHERE enumtypid = '"+typ+"'::regtype")
+	}
+	e.src.Exec(t, `CREATE TYPE er_mood AS ENUM ('sad', 'ok', 'happy'); CREATE TYPE er_inner AS ENUM ('x', 'y');
+		CREATE TYPE er_pair AS (i er_inner, n int); CREATE DOMAIN er_dom AS er_mood;
+		CREATE TABLE er (id int PRIMARY KEY, e er_mood, ea er_mood[], p er_pair, d er_dom);
+		INSERT INTO er VALUES (1, 'sad', '{sad,ok}', ROW('x', 1), 'sad'), (2, 'ok', '{}', ROW('y', 2), 'happy')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "ALTER TYPE er_mood RENAME VALUE 'sad' TO 'blue'; ALTER TYPE er_inner RENAME VALUE 'x' TO 'z'")
+	e.src.Exec(t, "ALTER TYPE er_mood ADD VALUE 'calm' AFTER 'happy'")
+	e.src.Exec(t, "UPDATE er SET ea = '{blue,calm}' WHERE id = 2") // a change, so that the Relation message is sent
+	e2eSync(t, e, p, 2*time.Minute)
+	e2eCompare(t, e)
+	if got := labels("public.er_mood"); got != "blue,ok,happy,calm" {
+		t.Errorf("target labels of er_mood %s, want blue,ok,happy,calm", got)
+	}
+	if got := labels("public.er_inner"); got != "z,y" {
+		t.Errorf("target labels of er_inner %s, want z,y", got)
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	// Swapped while pgrelay was stopped: the next session's Relation message.
+	e.src.Exec(t, `ALTER TYPE er_mood RENAME VALUE 'ok' TO 'tmp'; ALTER TYPE er_mood RENAME VALUE 'happy' TO 'ok';
+		ALTER TYPE er_mood RENAME VALUE 'tmp' TO 'happy'; INSERT INTO er VALUES (3, 'ok', '{happy}', NULL, 'ok')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	if got := labels("public.er_mood"); got != "blue,happy,ok,calm" {
+		t.Errorf("target labels of er_mood after a swap %s, want blue,happy,ok,calm", got)
+	}
+}
+
 // TestE2EKeepOrder: a target trigger set ENABLE ALWAYS sees a transaction's
 // changes to two tables table by table by default, and in source order with
 // PGRELAY_KEEP_ORDER=true.
