@@ -288,7 +288,7 @@ func (a *Applier) Handle(ctx context.Context, walStart source.LSN, msg source.Me
 	}
 	err := a.handle(ctx, walStart, msg)
 	if err != nil && !errors.Is(err, ErrStop) {
-		a.fail(ctx, err)
+		err = a.fail(ctx, err)
 	}
 	return err
 }
@@ -309,7 +309,7 @@ func (a *Applier) Flush(ctx context.Context) error {
 	}
 	if err != nil {
 		if !errors.Is(err, ErrStop) {
-			a.fail(ctx, err)
+			err = a.fail(ctx, err)
 		}
 		return err
 	}
@@ -387,12 +387,47 @@ func (a *Applier) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// fail rolls back and poisons the applier after err.
-func (a *Applier) fail(ctx context.Context, err error) {
-	a.failed = err
+// fail rolls back and poisons the applier after err, and returns err, made
+// retryable when it is a value the target refused for a type that has changed
+// on the source since its Relation message (see sink.ErrValueRejected).
+func (a *Applier) fail(ctx context.Context, err error) error {
 	if rerr := a.rollback(ctx); rerr != nil {
 		a.log.Warn("rollback after error failed", "err", rerr)
 	}
+	err = a.typeChanged(ctx, err)
+	a.failed = err
+	return err
+}
+
+// typeChanger is the optional capability of a Catalog to tell a type changed on
+// the source since it was read; *schema.Catalog has it.
+type typeChanger interface {
+	ChangedType(ctx context.Context) (string, error)
+}
+
+var _ typeChanger = (*schema.Catalog)(nil)
+
+// typeChanged makes err retryable when the target refused a value and a type of
+// the catalog's tables has changed on the source since it was read: a new
+// session reads it again and alters the target's type before the row. A value
+// refused for any other reason stays fatal, so bad data is not retried forever.
+func (a *Applier) typeChanged(ctx context.Context, err error) error {
+	if !errors.Is(err, sink.ErrValueRejected) || errors.Is(err, sink.ErrRetryable) {
+		return err
+	}
+	tc, ok := a.cat.(typeChanger)
+	if !ok {
+		return err
+	}
+	name, cerr := tc.ChangedType(ctx)
+	if cerr != nil {
+		a.log.Warn("could not check the source for a changed type after a refused value", "err", cerr)
+		return err
+	}
+	if name == "" {
+		return err
+	}
+	return sink.Retryable(fmt.Errorf("%w (type %s changed on the source since pgrelay read it: a new session reads it again)", err, name))
 }
 
 func (a *Applier) rollback(ctx context.Context) error {

@@ -328,6 +328,35 @@ func typeDeps(typ *Type) []uint32 {
 	return deps
 }
 
+// ChangedType returns the name of a user-defined type of the relations in
+// the catalog whose definition on the source differs now from the one read
+// with their Relation message, "" when there is none. The stream carries no
+// message for ALTER TYPE or ALTER DOMAIN: a value the target refuses can be
+// the first sign of one. A type the source no longer has does not count: a
+// new session would not know it any better.
+func (c *Catalog) ChangedType(ctx context.Context) (string, error) {
+	seen := map[uint32]bool{}
+	for _, t := range c.Tables() {
+		for _, typ := range t.Types {
+			if typ == nil || seen[typ.OID] || !typ.UserDefined() {
+				continue
+			}
+			seen[typ.OID] = true
+			now, err := c.facts.TypeFacts(ctx, typ.OID)
+			if err != nil {
+				if ctx.Err() != nil {
+					return "", err
+				}
+				continue
+			}
+			if now != nil && !reflect.DeepEqual(now, typ) {
+				return typ.Namespace + "." + typ.Name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // Table returns the current version of a relation.
 func (c *Catalog) Table(relationID uint32) (*Table, error) {
 	c.mu.Lock()

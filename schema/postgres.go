@@ -50,7 +50,8 @@ func (d PostgresDialect) tableName(t *Table) string {
 // message without the sink checking anything. For an enum that exists the block
 // adds the labels the source has and the target lacks (labels added on the source
 // after the type was created here), after the label that precedes them on the
-// source. Arrays come with their element types; base types of extensions are not
+// source; labels the source renamed are renamed first (RenameEnumLabels, which
+// needs the target's labels and so is not part of these blocks). Arrays come with their element types; base types of extensions are not
 // created (the target needs the extension); an existing domain or composite is
 // not altered. The schemas the types live in are created first.
 func (d PostgresDialect) CreateTypes(t *Table) []string {
@@ -106,15 +107,16 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			}
 			b.WriteString(";")
 			create = b.String()
-			// An existing domain takes the source's CHECK constraints: those
-			// it lacks are added (NOT VALID: its rows come from the source),
-			// those the source no longer has are dropped.
+			// An existing domain takes the source's CHECK constraints, matched
+			// by name and definition: those it lacks are added (NOT VALID: its
+			// rows come from the source), others are dropped.
 			checks := make([]string, len(typ.DomainChecks))
 			for i, c := range typ.DomainChecks {
 				checks[i] = quoteLiteral(c)
 			}
 			list := "ARRAY[" + strings.Join(checks, ", ") + "]::pg_catalog.text[]"
-			orElse = `		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+			def := `'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '')`
+			orElse = `		FOR r IN SELECT c.conname, ` + def + ` AS def
 			FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c' LOOP
 			IF NOT (r.def = ANY (` + list + `)) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', ` + quoteLiteral(name) + `, r.conname);
@@ -122,7 +124,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		END LOOP;
 		FOREACH label IN ARRAY ` + list + ` LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c'
-				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				AND ` + def + ` = label) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', ` + quoteLiteral(name) + `, label);
 			END IF;
 		END LOOP;
@@ -607,4 +609,168 @@ func (d PostgresDialect) AddPrimaryKey(t *Table) string {
 	}
 	sch, name := d.TargetTable(t)
 	return "ALTER TABLE " + d.QuoteIdent(sch) + "." + d.QuoteIdent(name) + " ADD PRIMARY KEY (" + key + ")"
+}
+
+// EnumLabelsQuery reads the labels of the enum named $1 (quoted and qualified)
+// on the target in sort order: no rows when there is no such type.
+const EnumLabelsQuery = `SELECT e.enumlabel::pg_catalog.text FROM pg_catalog.pg_enum e
+WHERE e.enumtypid = pg_catalog.to_regtype($1) ORDER BY e.enumsortorder`
+
+// EnumName is how the statements for typ name it, the parameter of
+// EnumLabelsQuery.
+func (d PostgresDialect) EnumName(typ *Type) string { return d.qualified(typ.Namespace, typ.Name) }
+
+// RenameEnumLabels returns the ALTER TYPE … RENAME VALUE statements that give
+// the target's enum (labels target, in sort order) the labels the source has
+// renamed (see EnumRenames); CreateTypes adds the new ones after them. A label
+// renamed to a name another target label still holds (a swap, a chain) goes
+// through a temporary name first.
+func (d PostgresDialect) RenameEnumLabels(typ *Type, target []string) ([]string, error) {
+	renames, err := EnumRenames(target, typ.EnumLabels)
+	if err != nil {
+		return nil, fmt.Errorf("enum %s: %w", d.EnumName(typ), err)
+	}
+	if len(renames) == 0 {
+		return nil, nil
+	}
+	name := d.EnumName(typ)
+	rename := func(from, to string) string {
+		return "ALTER TYPE " + name + " RENAME VALUE " + quoteLiteral(from) + " TO " + quoteLiteral(to)
+	}
+	taken := map[string]bool{}
+	for _, l := range target {
+		taken[l] = true
+	}
+	direct := true
+	for _, r := range renames {
+		if taken[r.To] {
+			direct = false
+		}
+	}
+	var stmts []string
+	if direct {
+		for _, r := range renames {
+			stmts = append(stmts, rename(r.From, r.To))
+		}
+		return stmts, nil
+	}
+	for _, l := range typ.EnumLabels {
+		taken[l] = true
+	}
+	temps := make([]string, len(renames))
+	for i, r := range renames {
+		for n := i; ; n++ {
+			temps[i] = fmt.Sprintf("pgrelay rename %d", n)
+			if !taken[temps[i]] {
+				break
+			}
+		}
+		taken[temps[i]] = true
+		stmts = append(stmts, rename(r.From, temps[i]))
+	}
+	for i, r := range renames {
+		stmts = append(stmts, rename(temps[i], r.To))
+	}
+	return stmts, nil
+}
+
+// EnumRename is one label to rename on the target.
+type EnumRename struct{ From, To string }
+
+// EnumRenames tells which of the target's enum labels the source has renamed
+// (ALTER TYPE … RENAME VALUE), from the labels of both in sort order. The
+// stream carries no message for it, and the source's facts show only the new
+// name. What decides is that PostgreSQL can neither drop an enum label nor
+// reorder labels, and a rename keeps a label's place: every target label is
+// one of the source's, under its old or its new name, in the same order, and
+// the source's others are labels added since.
+//
+// With as many labels on both sides, none was added: labels correspond by
+// position. With more on the source, labels both have (in the same order)
+// anchor the rest: between two anchors, target labels the source lacks were
+// renamed to the source labels the target lacks, pairwise in order when they
+// are as many. Renames and additions between the same two anchors cannot be
+// told apart: that is an error saying what to rename by hand. A target with
+// more labels than the source did not get them from it (the type was created
+// again on the source): nothing is renamed, CreateTypes adds what is missing.
+func EnumRenames(target, source []string) ([]EnumRename, error) {
+	var renames []EnumRename
+	if len(target) > len(source) {
+		return nil, nil
+	}
+	if len(target) == len(source) {
+		for i := range target {
+			if target[i] != source[i] {
+				renames = append(renames, EnumRename{From: target[i], To: source[i]})
+			}
+		}
+		return renames, nil
+	}
+	ti, si := commonSubsequence(target, source)
+	prevT, prevS := 0, 0
+	for k := 0; k <= len(ti); k++ {
+		endT, endS := len(target), len(source)
+		if k < len(ti) {
+			endT, endS = ti[k], si[k]
+		}
+		gapT, gapS := target[prevT:endT], source[prevS:endS]
+		switch {
+		case len(gapT) == 0:
+		case len(gapT) == len(gapS):
+			for i := range gapT {
+				renames = append(renames, EnumRename{From: gapT[i], To: gapS[i]})
+			}
+		default:
+			where := "at the start"
+			if prevT > 0 {
+				where = "after " + quoteLiteral(target[prevT-1])
+			}
+			return nil, fmt.Errorf("labels renamed and labels added %s on the source cannot be told apart: the target has %s where the source has %s; "+
+				"rename the target's labels to the source's names (ALTER TYPE … RENAME VALUE) and start pgrelay again",
+				where, quoteList(gapT), quoteList(gapS))
+		}
+		if k < len(ti) {
+			prevT, prevS = ti[k]+1, si[k]+1
+		}
+	}
+	return renames, nil
+}
+
+// commonSubsequence returns the positions in a and b of a longest common
+// subsequence of the two.
+func commonSubsequence(a, b []string) (ai, bi []int) {
+	n, m := len(a), len(b)
+	l := make([][]int, n+1)
+	for i := range l {
+		l[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				l[i][j] = l[i+1][j+1] + 1
+			} else {
+				l[i][j] = max(l[i+1][j], l[i][j+1])
+			}
+		}
+	}
+	for i, j := 0, 0; i < n && j < m; {
+		switch {
+		case a[i] == b[j]:
+			ai, bi = append(ai, i), append(bi, j)
+			i, j = i+1, j+1
+		case l[i+1][j] >= l[i][j+1]:
+			i++
+		default:
+			j++
+		}
+	}
+	return ai, bi
+}
+
+func quoteList(labels []string) string {
+	q := make([]string, len(labels))
+	for i, l := range labels {
+		q[i] = quoteLiteral(l)
+	}
+	return strings.Join(q, ", ")
 }

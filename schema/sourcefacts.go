@@ -385,20 +385,18 @@ WHERE t.oid = $1`, oid).Scan(&typ.Namespace, &typ.Name, &typtype, &typcategory, 
 		if typ.BaseName, err = formatType(ctx, tx, typbasetype, typtypmod); err != nil {
 			return nil, err
 		}
+		// Only validated checks: one added NOT VALID does not hold for the
+		// source's older values, which the target receives (the copy, and
+		// every update, which writes the whole row). It reaches the target
+		// once ALTER DOMAIN … VALIDATE CONSTRAINT has checked them.
 		rows, err := tx.Query(ctx, `
-SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
-WHERE contypid = $1 AND contype = 'c' ORDER BY conname`, oid)
+SELECT 'CONSTRAINT ' || `+quotedConname+` || ' ' || pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
+WHERE contypid = $1 AND contype = 'c' AND convalidated ORDER BY conname`, oid)
 		if err != nil {
 			return nil, fmt.Errorf("read checks of domain %s.%s: %w", typ.Namespace, typ.Name, err)
 		}
-		checks, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+		if typ.DomainChecks, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return nil, fmt.Errorf("read checks of domain %s.%s: %w", typ.Namespace, typ.Name, err)
-		}
-		for _, c := range checks {
-			// CREATE DOMAIN takes no NOT VALID: the target's rows come from the
-			// source, which enforces the check for new rows.
-			typ.DomainChecks = append(typ.DomainChecks, strings.TrimSuffix(c, " NOT VALID"))
 		}
 	case typtype == "c":
 		typ.Category = CategoryComposite
@@ -453,6 +451,11 @@ ORDER BY a.attnum`, typrelid)
 	}
 	return typ, nil
 }
+
+// quotedConname is SQL for pg_constraint's conname always double-quoted, the
+// way the target's side of CreateTypes spells it too (quote_ident would depend
+// on each server's keyword list).
+const quotedConname = `'"' || pg_catalog.replace(conname::pg_catalog.text, '"', '""') || '"'`
 
 // formatType is format_type(oid, typmod), schema-qualified for non-built-in types.
 func formatType(ctx context.Context, tx pgx.Tx, oid uint32, typmod int32) (string, error) {

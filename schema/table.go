@@ -42,7 +42,10 @@ type Type struct {
 	// EnumLabels are the labels of an enum, in sort order.
 	EnumLabels []string
 	// DomainNotNull and DomainChecks describe a domain's constraints.
-	// DomainChecks are pg_get_constraintdef texts, e.g. "CHECK ((VALUE > 0))".
+	// DomainChecks are the validated CHECK constraints, named as on the
+	// source (always quoted) and spelled by pg_get_constraintdef, e.g.
+	// `CONSTRAINT "pos_check" CHECK ((VALUE > 0))`; those added NOT VALID and
+	// not validated since are left out (the source's older values may fail them).
 	// DomainDefault is the domain's default expression, "" when none.
 	DomainNotNull bool
 	DomainChecks  []string

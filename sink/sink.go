@@ -51,6 +51,28 @@ type EarlierChangeError struct{ Err error }
 func (e *EarlierChangeError) Error() string { return e.Err.Error() }
 func (e *EarlierChangeError) Unwrap() error { return e.Err }
 
+// ErrValueRejected marks errors where the target refused a value of a change
+// as invalid input or as violating a check. When a type the value uses has
+// changed on the source since pgrelay read it (a composite's attributes, a
+// domain's checks), the source never signals that change in the stream: the
+// value is right and the target's type is stale, and a new session, which
+// reads the type again, can apply it. Otherwise the error is fatal.
+var ErrValueRejected = errors.New("value rejected by the target")
+
+// ValueRejected wraps err so that errors.Is(err, ErrValueRejected) holds while
+// the message and the original chain stay intact.
+func ValueRejected(err error) error {
+	if err == nil {
+		return nil
+	}
+	return valueRejectedError{err}
+}
+
+type valueRejectedError struct{ err error }
+
+func (e valueRejectedError) Error() string   { return e.err.Error() }
+func (e valueRejectedError) Unwrap() []error { return []error{e.err, ErrValueRejected} }
+
 // ChangeKind tells what a Change does.
 type ChangeKind byte
 

@@ -92,7 +92,11 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	pre := append([]string{s.dialect.CreateSchema(sch)}, s.dialect.CreateTypes(t)...)
 	if err := s.withMeta(ctx, func(meta *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, meta, func(tx pgx.Tx) error {
-			for _, stmt := range pre {
+			renames, err := s.enumRenames(ctx, tx, t)
+			if err != nil {
+				return err
+			}
+			for _, stmt := range append(renames, pre...) {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("%s: %w", stmt, err)
 				}
@@ -216,4 +220,38 @@ func collationHint(err error) error {
 		return fmt.Errorf("%w; a column of the source uses a collation the target lacks: create it on the target (CREATE COLLATION, as the source defines it) and start pgrelay again", err)
 	}
 	return err
+}
+
+// enumRenames returns the statements that rename the labels of t's enums the
+// source has renamed (ALTER TYPE … RENAME VALUE), read against the target's
+// labels: CreateTypes, which runs after them, then adds only labels the source
+// added. Enums inside composites, domains and arrays are among t.Types too.
+func (s *Sink) enumRenames(ctx context.Context, tx pgx.Tx, t *schema.Table) ([]string, error) {
+	pd, ok := s.dialect.(schema.PostgresDialect)
+	if !ok {
+		return nil, nil
+	}
+	var stmts []string
+	for _, typ := range t.Types {
+		if typ == nil || typ.Category != schema.CategoryEnum || !typ.UserDefined() {
+			continue
+		}
+		rows, err := tx.Query(ctx, schema.EnumLabelsQuery, pd.EnumName(typ))
+		if err != nil {
+			return nil, fmt.Errorf("read the target's labels of enum %s: %w", pd.EnumName(typ), err)
+		}
+		labels, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("read the target's labels of enum %s: %w", pd.EnumName(typ), err)
+		}
+		if len(labels) == 0 {
+			continue // created by CreateTypes
+		}
+		more, err := pd.RenameEnumLabels(typ, labels)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, more...)
+	}
+	return stmts, nil
 }

@@ -113,7 +113,8 @@ func isRetryable(err error, lost bool) bool {
 	return lost || pgconn.SafeToRetry(err)
 }
 
-// classify wraps err with sink.Retryable when the transaction may be retried.
+// classify wraps err with sink.Retryable when the transaction may be retried,
+// and the target's refusal of a change's value with sink.ValueRejected.
 func classify(err error, lost bool) error {
 	if err == nil {
 		return nil
@@ -121,7 +122,22 @@ func classify(err error, lost bool) error {
 	if isRetryable(err, lost) {
 		return sink.Retryable(err)
 	}
+	if valueRejected(err) {
+		return sink.ValueRejected(err)
+	}
 	return err
+}
+
+// valueRejected reports whether err is a change's value refused by the target:
+// a data exception (class 22: input syntax, out of range, malformed record)
+// or a check violation (23514: pgrelay creates no table CHECKs, so a domain's).
+func valueRejected(err error) bool {
+	var ce *ChangeError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	code := sqlState(err)
+	return strings.HasPrefix(code, "22") || code == "23514"
 }
 
 // sqlState returns the SQLSTATE of a server error, "" for others.

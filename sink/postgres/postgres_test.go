@@ -177,6 +177,27 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// A change's value the target refuses (class 22, or a domain's check) is marked
+// for the applier, which retries it only after a type changed on the source.
+func TestClassifyValueRejected(t *testing.T) {
+	for _, c := range []struct {
+		err      error
+		rejected bool
+	}{
+		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22P02", Message: `invalid input syntax for type integer: "y"`}}, true},
+		{&ChangeError{Op: "update", Err: &pgconn.PgError{Code: "23514"}}, true},
+		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22003"}}, true},
+		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "23505"}}, false},
+		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22P02", Message: "malformed record literal"}}, false}, // retryable already
+		{fmt.Errorf("sink/postgres: ensure table: %w", &pgconn.PgError{Code: "22P02"}), false},                             // not a change's value
+	} {
+		err := classify(c.err, false)
+		if got := errors.Is(err, sink.ErrValueRejected); got != c.rejected {
+			t.Errorf("classify(%v): value rejected %v, want %v", c.err, got, c.rejected)
+		}
+	}
+}
+
 func TestChangeErrorText(t *testing.T) {
 	err := &ChangeError{Op: "insert into", Table: `"public"."t"`, LSN: 0x16B3748,
 		Err: &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: `duplicate key value violates unique constraint "t_pkey"`}}

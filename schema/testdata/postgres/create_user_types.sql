@@ -13,17 +13,17 @@ DECLARE
 	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'app' AND t.typname = 'posint') THEN
-		CREATE DOMAIN "app"."posint" AS integer DEFAULT 1 NOT NULL CHECK ((VALUE > 0));
+		CREATE DOMAIN "app"."posint" AS integer DEFAULT 1 NOT NULL CONSTRAINT "posint_check" CHECK ((VALUE > 0));
 	ELSE
-		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+		FOR r IN SELECT c.conname, 'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
 			FROM pg_catalog.pg_constraint c WHERE c.contypid = '"app"."posint"'::pg_catalog.regtype AND c.contype = 'c' LOOP
-			IF NOT (r.def = ANY (ARRAY['CHECK ((VALUE > 0))']::pg_catalog.text[])) THEN
+			IF NOT (r.def = ANY (ARRAY['CONSTRAINT "posint_check" CHECK ((VALUE > 0))']::pg_catalog.text[])) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', '"app"."posint"', r.conname);
 			END IF;
 		END LOOP;
-		FOREACH label IN ARRAY ARRAY['CHECK ((VALUE > 0))']::pg_catalog.text[] LOOP
+		FOREACH label IN ARRAY ARRAY['CONSTRAINT "posint_check" CHECK ((VALUE > 0))']::pg_catalog.text[] LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = '"app"."posint"'::pg_catalog.regtype AND c.contype = 'c'
-				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				AND 'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', '"app"."posint"', label);
 			END IF;
 		END LOOP;
@@ -69,17 +69,17 @@ DECLARE
 	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'ref' AND t.typname = 'code') THEN
-		CREATE DOMAIN "ref"."code" AS character varying(8) CHECK (((VALUE)::text ~ '^[A-Z]+$'::text)) CHECK ((length((VALUE)::text) > 1));
+		CREATE DOMAIN "ref"."code" AS character varying(8) CONSTRAINT "code_check" CHECK (((VALUE)::text ~ '^[A-Z]+$'::text)) CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1));
 	ELSE
-		FOR r IN SELECT c.conname, pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+		FOR r IN SELECT c.conname, 'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
 			FROM pg_catalog.pg_constraint c WHERE c.contypid = '"ref"."code"'::pg_catalog.regtype AND c.contype = 'c' LOOP
-			IF NOT (r.def = ANY (ARRAY['CHECK (((VALUE)::text ~ ''^[A-Z]+$''::text))', 'CHECK ((length((VALUE)::text) > 1))']::pg_catalog.text[])) THEN
+			IF NOT (r.def = ANY (ARRAY['CONSTRAINT "code_check" CHECK (((VALUE)::text ~ ''^[A-Z]+$''::text))', 'CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1))']::pg_catalog.text[])) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', '"ref"."code"', r.conname);
 			END IF;
 		END LOOP;
-		FOREACH label IN ARRAY ARRAY['CHECK (((VALUE)::text ~ ''^[A-Z]+$''::text))', 'CHECK ((length((VALUE)::text) > 1))']::pg_catalog.text[] LOOP
+		FOREACH label IN ARRAY ARRAY['CONSTRAINT "code_check" CHECK (((VALUE)::text ~ ''^[A-Z]+$''::text))', 'CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1))']::pg_catalog.text[] LOOP
 			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = '"ref"."code"'::pg_catalog.regtype AND c.contype = 'c'
-				AND pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
+				AND 'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') = label) THEN
 				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', '"ref"."code"', label);
 			END IF;
 		END LOOP;
