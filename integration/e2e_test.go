@@ -1699,3 +1699,23 @@ func TestE2EKeyColumnOrder(t *testing.T) {
 		t.Errorf("target primary keys: %s, want %s", keys, want)
 	}
 }
+
+// An enum label renamed on the source while pgrelay was behind rows that use
+// it: the target, renamed to the source's labels, refuses the old label in
+// those rows. pgrelay retries (a type change is usually what a new session
+// fixes), then stops with the error instead of retrying for ever.
+func TestE2ERefusedValueStops(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TYPE rv_mood AS ENUM ('sad', 'ok', 'happy'); CREATE TABLE rv (id int PRIMARY KEY, m rv_mood);
+		INSERT INTO rv VALUES (1, 'ok'); CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	e.src.Exec(t, "UPDATE rv SET m = 'sad' WHERE id = 1")
+	e.src.Exec(t, "ALTER TYPE rv_mood RENAME VALUE 'sad' TO 'blue'")
+	p, code := e.run(3*time.Minute, "replicate")
+	if code == 0 || !strings.Contains(p.logs(), "it does not go away by itself") {
+		t.Fatalf("replicate exited %d, want 1 with the refused value's error; log:\n%s", code, p.logs())
+	}
+	if n := strings.Count(p.logs(), "will retry"); n != 4 {
+		t.Errorf("replicate retried %d times, want 4 (5 sessions); log:\n%s", n, p.logs())
+	}
+}

@@ -61,6 +61,10 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 	}
 	backoff := time.Second
 	failures := 0 // in a row, without a session that reached streaming
+	// A value the target refused, again and again at the same change, does
+	// not go away by itself (a retry is for a type that changed on the
+	// source, which a new session reads again).
+	lastRefused, refusedInARow := "", 0
 	for {
 		start := time.Now()
 		e.mon.sessionStarted()
@@ -83,6 +87,16 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		if !retryable(err) {
 			return err
 		}
+		if msg := err.Error(); valueRefused(err) && msg == lastRefused {
+			refusedInARow++
+		} else if valueRefused(err) {
+			lastRefused, refusedInARow = msg, 1
+		} else {
+			lastRefused, refusedInARow = "", 0
+		}
+		if refusedInARow >= refusedAttempts {
+			return fmt.Errorf("%w (the target refused this change in %d sessions in a row: it does not go away by itself)", err, refusedInARow)
+		}
 		failures++
 		if migrate && failures >= migrateAttempts {
 			// A job, not a service: a server that stays away is an error.
@@ -102,6 +116,18 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// refusedAttempts is how many sessions in a row may fail on the same value
+// the target refuses before pgrelay stops.
+const refusedAttempts = 5
+
+// valueRefused tells a target's answer that a value is invalid or breaks a
+// constraint (SQLSTATE classes 22 and 23), as opposed to a connection that
+// failed.
+func valueRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
 }
 
 // retryable tells the errors after which a new session may succeed: lost or
