@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
 )
 
 // relationOID is t's source relation OID as a text parameter, NULL when unknown.
@@ -51,6 +52,13 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return errors.New("sink/postgres: ensure table: no table")
 	}
 	qname := quotedTable(s.dialect, t)
+	if sch, _ := s.dialect.TargetTable(t); sch == MetadataSchema {
+		// Preflight refuses such tables; one can still appear later (created
+		// on the source, or moved into the schema) and must not land among
+		// pgrelay's own.
+		return fmt.Errorf("sink/postgres: %w", &source.MetadataSchemaError{Schema: MetadataSchema, Tables: []string{qname},
+			LeaveOut: "leave it out of the publication (PGRELAY_TABLES)"})
+	}
 	if prev != nil && schema.SameDefinition(prev, t) {
 		return nil
 	}

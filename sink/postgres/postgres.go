@@ -124,6 +124,11 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// MetadataSchema is the target schema pgrelay keeps its metadata in
+// (migrations/postgres). A source table maps to the schema of its name, so no
+// table of a source schema of this name can be replicated.
+const MetadataSchema = "pgrelay"
+
 // sessionParams are set in the startup packet of every target session.
 var sessionParams = map[string]string{
 	"session_replication_role": "replica",
