@@ -117,3 +117,123 @@ func testE2ESourceSchemaPgrelay(t *testing.T, major int) {
 		t.Errorf("target pgrelay.progress has columns %s, want pgrelay's own", got)
 	}
 }
+
+// TestE2EOlderTarget: a target of an older major than the source cannot build
+// everything the source has. What nothing replicated depends on is left out
+// with a warning naming it, and migrate and replicate go on: a secondary
+// index (UNIQUE NULLS NOT DISTINCT, PostgreSQL 15, on a 14 target) and a
+// column default (uuidv7() and casefold(), 18, on a 17 target), both in the
+// snapshot and for tables and columns that arrive later from the stream,
+// whose DDL joins an open apply transaction.
+func TestE2EOlderTarget(t *testing.T) {
+	e2eBinary(t)
+	t.Run("pg15to14", func(t *testing.T) {
+		t.Parallel()
+		testE2EOlderTargetIndex(t)
+	})
+	t.Run("pg18to17", func(t *testing.T) {
+		t.Parallel()
+		testE2EOlderTargetDefault(t)
+	})
+}
+
+// e2eWarned fails the test unless p logged a warning whose msg contains msg
+// and whose attrs hold want (key: substring of the value).
+func e2eWarned(t *testing.T, p *e2eProc, msg string, want map[string]string) {
+	t.Helper()
+	for _, l := range p.logLines() {
+		if l.str("level") != "WARN" || !strings.Contains(l.str("msg"), msg) {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			ok = ok && strings.Contains(l.str(k), v)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Errorf("%s logged no warning %q with %v; log:\n%s", p.name, msg, want, p.logs())
+}
+
+func testE2EOlderTargetIndex(t *testing.T) {
+	e := e2eNewEnv(t, harness.Postgres(t, 15), harness.Postgres(t, 14))
+	e.src.Exec(t, `CREATE TABLE nnd (id int PRIMARY KEY, u int, w int, UNIQUE NULLS NOT DISTINCT (u));
+		CREATE INDEX nnd_w ON nnd (w);
+		INSERT INTO nnd VALUES (1, NULL, 1), (2, 5, 2);
+		CREATE TABLE other (id int PRIMARY KEY); INSERT INTO other VALUES (1)`)
+	p := e.mustRun(3*time.Minute, "migrate")
+	e2eWarned(t, p, "secondary index left out", map[string]string{"index": "nnd_u_key", "definition": "NULLS NOT DISTINCT", "error": "42601"})
+	e2eCompare(t, e)
+	indexes := func(table string) string {
+		return e.tgt.QueryString(t, "SELECT coalesce(string_agg(indexname, ',' ORDER BY indexname), '') FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1", table)
+	}
+	if got := indexes("nnd"); got != "nnd_pkey,nnd_w" {
+		t.Errorf("target indexes of nnd: %s, want nnd_pkey,nnd_w", got)
+	}
+	// Again: nothing left to do, exit 0.
+	e.mustRun(3*time.Minute, "migrate")
+
+	// A table created from the stream, in a transaction that changed another
+	// table first: its index build may not abort the apply transaction.
+	rp := e.start("replicate")
+	rp.waitLog(t, "streaming", 2*time.Minute)
+	e2eExec(t, e2eCtx(t, time.Minute), e.src.Conn(t), "BEGIN", "INSERT INTO other VALUES (2)",
+		"CREATE TABLE late (id int PRIMARY KEY, u int, v int)",
+		"CREATE UNIQUE INDEX late_u ON late (u) NULLS NOT DISTINCT",
+		"CREATE INDEX late_v ON late (v)",
+		"INSERT INTO late VALUES (1, NULL, 1), (2, 5, 2)", "INSERT INTO other VALUES (3)", "COMMIT")
+	e2eSync(t, e, rp, 2*time.Minute)
+	e2eWarned(t, rp, "secondary index left out", map[string]string{"index": "late_u", "error": "42601"})
+	e2eCompare(t, e)
+	if got := indexes("late"); got != "late_pkey,late_v" {
+		t.Errorf("target indexes of late: %s, want late_pkey,late_v", got)
+	}
+	if code := rp.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, rp.logs())
+	}
+}
+
+func testE2EOlderTargetDefault(t *testing.T) {
+	e := e2eNewEnv(t, harness.Postgres(t, 18), harness.Postgres(t, 17))
+	e.src.Exec(t, `CREATE TABLE u7 (id uuid PRIMARY KEY DEFAULT uuidv7(), v text DEFAULT 'x', n int);
+		INSERT INTO u7 (v) VALUES ('a'), ('b')`)
+	p := e.mustRun(3*time.Minute, "migrate")
+	e2eWarned(t, p, "column default left out", map[string]string{"table": "u7", "column": "id", "default": "uuidv7()", "error": "42883"})
+	e2eCompare(t, e)
+	defaults := func(table string) string {
+		return e.tgt.QueryString(t, `SELECT string_agg(attname || '=' || coalesce(pg_get_expr(adbin, adrelid), ''), ',' ORDER BY attnum)
+			FROM pg_attribute LEFT JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum
+			WHERE attrelid = ('public.' || $1)::regclass AND attnum > 0 AND NOT attisdropped`, table)
+	}
+	if got, want := defaults("u7"), "id=,v='x'::text,n="; got != want {
+		t.Errorf("target defaults of u7: %s, want %s", got, want)
+	}
+	e.mustRun(3*time.Minute, "migrate")
+
+	// From the stream: a new table, and a column added with an immutable
+	// default the target lacks (existing rows hold its value: that part
+	// is created).
+	rp := e.start("replicate")
+	rp.waitLog(t, "streaming", 2*time.Minute)
+	e2eExec(t, e2eCtx(t, time.Minute), e.src.Conn(t), "BEGIN", "INSERT INTO u7 (v) VALUES ('c')",
+		"CREATE TABLE u7late (id uuid PRIMARY KEY DEFAULT uuidv7(), v text)",
+		"INSERT INTO u7late (v) VALUES ('a')", "COMMIT")
+	e.src.Exec(t, "ALTER TABLE u7 ADD COLUMN c text DEFAULT casefold('AB'); INSERT INTO u7 (v) VALUES ('d')")
+	e2eSync(t, e, rp, 2*time.Minute)
+	e2eWarned(t, rp, "column default left out", map[string]string{"table": "u7late", "column": "id"})
+	e2eWarned(t, rp, "column default left out", map[string]string{"table": "u7", "column": "c", "default": "casefold"})
+	e2eCompare(t, e)
+	if got, want := defaults("u7late"), "id=,v="; got != want {
+		t.Errorf("target defaults of u7late: %s, want %s", got, want)
+	}
+	if got, want := defaults("u7"), "id=,v='x'::text,n=,c="; got != want {
+		t.Errorf("target defaults of u7: %s, want %s", got, want)
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.u7 WHERE c = 'ab'"); got != "4" {
+		t.Errorf("target u7 rows with c = 'ab': %s, want 4 (the 3 older rows filled as on the source, and the new one)", got)
+	}
+	if code := rp.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, rp.logs())
+	}
+}
