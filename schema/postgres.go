@@ -209,13 +209,18 @@ func quoteLiteral(s string) string {
 // targetDefault is the default the target column carries, for the target's
 // own inserts after a cutover (replicated rows always carry their values): the
 // source's, unless it calls nextval() (pgrelay migrate sets those up with their
-// sequences) or something user-defined the target may not have.
+// sequences) or something user-defined the target may not have, or the
+// target cannot create it (OmitDefault).
 func targetDefault(c *Column) string {
-	if c.VolatileDefault && !c.PortableDefault {
+	if c.VolatileDefault && !c.PortableDefault || c.OmitDefault {
 		return ""
 	}
 	return c.Default
 }
+
+// TargetDefault is the default a PostgreSQL target column gets for c, ""
+// for none.
+func TargetDefault(c *Column) string { return targetDefault(c) }
 
 func (d PostgresDialect) checkColumn(t *Table, c *Column) error {
 	if c.Name == "" {
@@ -412,7 +417,7 @@ END`))
 			// Existing rows get what they hold on the source; then the
 			// column takes the source's current default, if any.
 			fill := *c
-			fill.Default, fill.VolatileDefault = c.FillValue, false
+			fill.Default, fill.VolatileDefault, fill.OmitDefault = c.FillValue, false, false
 			alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(&fill))
 			if dflt := targetDefault(c); dflt == "" {
 				alter("ALTER COLUMN " + d.QuoteIdent(c.Name) + " DROP DEFAULT")
@@ -421,6 +426,9 @@ END`))
 			}
 			continue
 		}
+		// The default fills the existing rows: they hold its values on the
+		// source, so a target that cannot create it fails here, loudly.
+		c.OmitDefault = false
 		if c.Default != "" && c.VolatileDefault {
 			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always)",
 				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Default)

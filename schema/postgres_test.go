@@ -478,3 +478,48 @@ func TestPostgresMoveTable(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresOmitDefault: a default the target cannot create (OmitDefault)
+// is left out of CREATE TABLE and of a changed column, and after the fill of
+// an added column; the default that fills an added column's existing rows
+// stays, since those rows hold its values on the source.
+func TestPostgresOmitDefault(t *testing.T) {
+	omit := func(c *Column) { c.OmitDefault = true }
+	created := table("public", "u", IdentityDefault,
+		col("id", "uuid", key, portable("pg_catalog.uuidv7()"), omit, attnum(1)),
+		col("v", "text", dflt("'x'::text"), attnum(2)))
+	stmts, err := Postgres.CreateTable(created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(stmts, "\n"); strings.Contains(got, "uuidv7") || !strings.Contains(got, "DEFAULT 'x'::text") {
+		t.Errorf("CREATE TABLE with an omitted default:\n%s", got)
+	}
+
+	prev := table("public", "u", IdentityDefault,
+		col("id", "uuid", key, attnum(1)),
+		col("n", "integer", dflt("0"), attnum(2)))
+	next := table("public", "u", IdentityDefault,
+		col("id", "uuid", key, attnum(1)),
+		col("n", "integer", dflt("pg_catalog.newer(1)"), omit, attnum(2)),
+		col("c", "text", dflt("pg_catalog.casefold('AB'::text)"), fill("'ab'::text"), omit, attnum(3)),
+		col("d", "text", dflt("pg_catalog.casefold('CD'::text)"), omit, attnum(4)))
+	stmts, err = Postgres.AlterTable(prev, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(stmts, "\n")
+	for _, want := range []string{
+		`ALTER TABLE "public"."u" ALTER COLUMN "n" DROP DEFAULT`,
+		`ALTER TABLE "public"."u" ADD COLUMN IF NOT EXISTS "c" text DEFAULT 'ab'::text`,
+		`ALTER TABLE "public"."u" ALTER COLUMN "c" DROP DEFAULT`,
+		`ALTER TABLE "public"."u" ADD COLUMN IF NOT EXISTS "d" text DEFAULT pg_catalog.casefold('CD'::text)`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ALTER TABLE with omitted defaults lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "newer") || strings.Contains(got, "casefold('AB'") {
+		t.Errorf("ALTER TABLE sets an omitted default:\n%s", got)
+	}
+}

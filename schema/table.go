@@ -104,6 +104,13 @@ type Column struct {
 	// nextval() and nothing user-defined that the target may lack. Replicated
 	// rows never use it: every change carries its values.
 	PortableDefault bool
+	// OmitDefault is set by a target that cannot create Default (an older
+	// server without a function it calls, e.g. uuidv7() before PostgreSQL
+	// 18): the target column gets no default. It only serves the target's own
+	// inserts, so nothing replicated depends on it, except the values of rows
+	// an added column fills from it: those still take it. Not part of the
+	// definition: the target's own annotation, never stored.
+	OmitDefault bool `json:"-"`
 	// FillValue is the value the rows that existed when the column was added
 	// hold, as a typed SQL literal (pg_attribute.attmissingval, PostgreSQL 11+);
 	// "" when unknown. It, not the current default, fills existing target rows

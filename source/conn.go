@@ -72,6 +72,11 @@ type ConnConfig struct {
 	// (PGRELAY_SNAPSHOT=always): preflight takes an invalidated one as no
 	// problem.
 	ReplaceSlot bool
+	// MetadataSchema is the target schema pgrelay keeps its metadata in
+	// (migrate, replicate; empty for tail, which writes nowhere): preflight
+	// refuses published tables in a source schema of that name, which would
+	// be created in it (MetadataSchemaError).
+	MetadataSchema string
 }
 
 // Validate applies defaults and reports the first setting a user must fix.

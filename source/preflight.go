@@ -65,8 +65,8 @@ func (e *PreflightError) Unwrap() []error { return e.Problems }
 // is returned, and the error (a *PreflightError) lists each problem on one line:
 // wal_level, the REPLICATION attribute, a free slot when ours does not exist yet,
 // a slot of that name with another plugin or database or invalidated, the
-// publication (with the SQL to run when the role may not create it), and
-// options the server is too old for.
+// publication (with the SQL to run when the role may not create it), options
+// the server is too old for, and published tables in cfg.MetadataSchema.
 func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResult, error) {
 	cfg.URL = url
 	if err := cfg.Validate(); err != nil {
@@ -161,6 +161,11 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 
 	if _, err := cfg.StreamOptions(r.ServerMajor, true); err != nil {
 		problem(err)
+	}
+	if cfg.MetadataSchema != "" {
+		if err := checkMetadataSchema(ctx, conn, cfg); err != nil {
+			problem(err)
+		}
 	}
 
 	// Create nothing on a source that cannot serve us anyway; say what is

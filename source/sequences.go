@@ -22,16 +22,22 @@ type Sequence struct {
 	TypeName                          string
 	Start, Increment, Min, Max, Cache int64
 	Cycle                             bool
-	// Readable is false when the role may not read its value.
+	// Readable is false when the role may not read its value (SELECT on
+	// it); Called and LastValue are then unknown.
 	Readable bool
-	// Called tells whether nextval was ever called; LastValue is then the
-	// value it last returned.
+	// LastValue and Called are its state as setval(LastValue, Called)
+	// restores it: when Called, nextval returned LastValue last; when not
+	// (never called, ALTER SEQUENCE … RESTART, setval(…, false)), the next
+	// nextval returns LastValue.
 	Called    bool
 	LastValue int64
 }
 
 // ReadSequences lists the sequences of the columns of the tables in
-// publication, with their current values.
+// publication, with their current values. The values are read from each
+// sequence itself: pg_sequences.last_value is NULL both when the role may not
+// read it and when it is not called, and a sequence restarted at 100 is not
+// one that starts at 1.
 func ReadSequences(ctx context.Context, conn *pgx.Conn, publication string) ([]Sequence, error) {
 	// pg_get_expr(…, 0): given the table's OID it would lock the table, and a
 	// prepared transaction that altered or truncated it holds that lock until
@@ -40,7 +46,7 @@ func ReadSequences(ctx context.Context, conn *pgx.Conn, publication string) ([]S
 SELECT sn.nspname::text, s.relname::text, tn.nspname::text, t.relname::text, a.attname::text, d.deptype = 'i',
        coalesce(CASE WHEN pg_catalog.strpos(ad.adbin::text, '{VAR ') = 0 THEN pg_catalog.pg_get_expr(ad.adbin, 0) END LIKE 'nextval(%', false),
        pg_catalog.format_type(sq.seqtypid, NULL), sq.seqstart, sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqcache, sq.seqcycle,
-       pg_catalog.has_sequence_privilege(s.oid, 'SELECT'), ps.last_value IS NOT NULL, coalesce(ps.last_value, 0)
+       pg_catalog.has_sequence_privilege(s.oid, 'SELECT')
 FROM pg_catalog.pg_publication_tables pt
 JOIN pg_catalog.pg_namespace tn ON tn.nspname = pt.schemaname
 JOIN pg_catalog.pg_class t ON t.relnamespace = tn.oid AND t.relname = pt.tablename
@@ -51,7 +57,6 @@ JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
 JOIN pg_catalog.pg_sequence sq ON sq.seqrelid = s.oid
 JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
 LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = t.oid AND ad.adnum = a.attnum
-LEFT JOIN pg_catalog.pg_sequences ps ON ps.schemaname = sn.nspname AND ps.sequencename = s.relname
 WHERE pt.pubname = $1
 ORDER BY 1, 2`, publication)
 	if err != nil {
@@ -60,12 +65,30 @@ ORDER BY 1, 2`, publication)
 	var out []Sequence
 	var q Sequence
 	_, err = pgx.ForEachRow(rows, []any{&q.Schema, &q.Name, &q.TableSchema, &q.Table, &q.Column, &q.Identity, &q.Nextval,
-		&q.TypeName, &q.Start, &q.Increment, &q.Min, &q.Max, &q.Cache, &q.Cycle, &q.Readable, &q.Called, &q.LastValue}, func() error {
+		&q.TypeName, &q.Start, &q.Increment, &q.Min, &q.Max, &q.Cache, &q.Cycle, &q.Readable}, func() error {
 		out = append(out, q)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("source: read the sequences of publication %q: %w", publication, err)
+	}
+	var batch pgx.Batch
+	for i := range out {
+		if !out[i].Readable {
+			continue
+		}
+		q := &out[i]
+		batch.Queue("SELECT last_value, is_called FROM " + pgx.Identifier{q.Schema, q.Name}.Sanitize()).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&q.LastValue, &q.Called); err != nil {
+				return fmt.Errorf("source: read sequence %s.%s: %w", q.Schema, q.Name, err)
+			}
+			return nil
+		})
+	}
+	if batch.Len() > 0 {
+		if err := conn.SendBatch(ctx, &batch).Close(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

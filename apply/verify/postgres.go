@@ -25,10 +25,11 @@ import (
 // values travel between the servers in text and are read back with
 // $n::text::<type>, which every type's input function accepts.
 
-// sessionSQL pins the settings the text form of values depends on; the
-// session only reads.
+// sessionSQL pins the settings the text form of values depends on, and
+// xmloption = content like every other pgrelay session on a target (xml
+// input then takes the fragments the source may hold); the session only reads.
 const sessionSQL = `SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; SET TimeZone = 'UTC';
-SET extra_float_digits = 3; SET bytea_output = 'hex'; SET search_path = pg_catalog, pg_temp;
+SET extra_float_digits = 3; SET bytea_output = 'hex'; SET search_path = pg_catalog, pg_temp; SET xmloption = content;
 SET default_transaction_read_only = on; SET application_name = 'pgrelay verify';
 SET lock_timeout = '` + lockTimeout + `'`
 

@@ -161,6 +161,7 @@ func (c *Config) sourceConn() source.ConnConfig {
 	return source.ConnConfig{
 		URL: c.SourceURL, Slot: c.Slot, Publication: c.Publication, Tables: c.Tables,
 		Streaming: c.Streaming, TwoPhase: c.TwoPhase, StatusInterval: c.StatusInterval,
+		MetadataSchema: postgres.MetadataSchema,
 	}
 }
 

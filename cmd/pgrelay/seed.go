@@ -14,6 +14,7 @@ import (
 	"github.com/pgrelay/pgrelay/apply/snapshot"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -348,8 +349,19 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 // are fine.
 func (s *seeder) checkTargetTables(ctx context.Context, published []source.PublishedName) error {
 	schemas, names := make([]string, len(published)), make([]string, len(published))
+	var inMeta []string
 	for i, p := range published {
 		schemas[i], names[i] = p.Schema, p.Name
+		if p.Schema == postgres.MetadataSchema {
+			inMeta = append(inMeta, pgx.Identifier{p.Schema, p.Name}.Sanitize())
+		}
+	}
+	// Tables pgrelay keeps its metadata in are never "in the way" to be
+	// emptied: a source table of that schema cannot be replicated at all.
+	// (Preflight refuses them; the publication may have changed since.)
+	if len(inMeta) > 0 {
+		return &source.MetadataSchemaError{Schema: postgres.MetadataSchema, Tables: inMeta,
+			LeaveOut: fmt.Sprintf("leave them out of publication %s (PGRELAY_TABLES)", pgx.Identifier{s.cfg.Publication}.Sanitize())}
 	}
 	var occupied []string
 	err := withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {

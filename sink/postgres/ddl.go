@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/source"
 )
 
 // relationOID is t's source relation OID as a text parameter, NULL when unknown.
@@ -53,6 +54,13 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return errors.New("sink/postgres: ensure table: no table")
 	}
 	qname := quotedTable(s.dialect, t)
+	if sch, _ := s.dialect.TargetTable(t); sch == MetadataSchema {
+		// Preflight refuses such tables; one can still appear later (created
+		// on the source, or moved into the schema) and must not land among
+		// pgrelay's own.
+		return fmt.Errorf("sink/postgres: %w", &source.MetadataSchemaError{Schema: MetadataSchema, Tables: []string{qname},
+			LeaveOut: "leave it out of the publication (PGRELAY_TABLES)"})
+	}
 	if prev != nil && schema.SameDefinition(prev, t) {
 		return nil
 	}
@@ -115,16 +123,27 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		}
 		create = !exists
 	}
+	// Defaults an older target cannot create are left out; the recorded
+	// definition stays the source's, so they are not tried again.
+	ddlPrev := prev
+	if create {
+		ddlPrev = nil
+	}
+	ddlTable, err := s.leaveOutDefaults(ctx, t, ddlPrev)
+	if err != nil {
+		return err
+	}
 	var more []string
 	if create {
-		more, err = s.dialect.CreateTable(t)
+		more, err = s.dialect.CreateTable(ddlTable)
 	} else {
-		more, err = s.dialect.AlterTable(prev, t)
+		more, err = s.dialect.AlterTable(prev, ddlTable)
 	}
 	if err != nil {
 		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 	ddl = append(ddl, more...)
+	var indexDefs []string
 	if create && s.indexes != nil {
 		// A table that appeared after the snapshot copy: empty here, so its
 		// indexes cost nothing to build now, with the table.
@@ -133,7 +152,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 			return fmt.Errorf("sink/postgres: ensure table %s: read its indexes on the source: %w", qname, err)
 		}
 		for _, def := range defs {
-			ddl = append(ddl, ifNotExists(def))
+			indexDefs = append(indexDefs, ifNotExists(def))
 		}
 	}
 
@@ -185,11 +204,18 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		[][]byte{[]byte(sch), []byte(name), def, nullIfEmpty(s.slot), relationOID(t)}, nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 	tx.queueMoves(qname, afterMoves)
-	if own {
-		tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)
-		tx.ops = append(tx.ops, op{kind: opCommit, table: qname})
+	if len(indexDefs) > 0 {
+		// Each under a savepoint: one the target cannot build (an older
+		// server) is left out without failing the transaction.
+		err = tx.buildIndexes(ctx, qname, indexDefs)
 	}
-	err = tx.send(ctx)
+	if err == nil {
+		if own {
+			tx.batch.ExecParams("COMMIT", nil, nil, nil, nil)
+			tx.ops = append(tx.ops, op{kind: opCommit, table: qname})
+		}
+		err = tx.send(ctx)
+	}
 	if own {
 		if err != nil {
 			_ = tx.Rollback(ctx)

@@ -15,7 +15,9 @@ import (
 // definitions (pg_get_indexdef, schema-qualified; a PostgreSQL target keeps the
 // source's schema and table names). It runs after the snapshot copy, on a
 // connection of its own, so several tables' indexes build at once. An index
-// that already exists is left alone, so a redone copy can call it again.
+// that already exists is left alone, so a redone copy can call it again. One
+// the target cannot build (an older server than the source) is left out with
+// a warning: nothing replicated depends on a secondary index.
 func (s *Sink) CreateIndexes(ctx context.Context, t *schema.Table, defs []string) error {
 	conn, err := s.connect(ctx)
 	if err != nil {
@@ -28,6 +30,10 @@ func (s *Sink) CreateIndexes(ctx context.Context, t *schema.Table, defs []string
 	for _, def := range defs {
 		sql := ifNotExists(def)
 		if _, err := conn.Exec(ctx, sql); err != nil {
+			if unbuildable(err) && !conn.IsClosed() {
+				s.warnIndexLeftOut(quotedTable(s.dialect, t), sql, err)
+				continue
+			}
 			return classify(fmt.Errorf("sink/postgres: build index of %s (%s): %w", t.QualifiedName(), sql, err), conn.IsClosed())
 		}
 	}

@@ -8,7 +8,10 @@
 // Every target session starts with session_replication_role = replica (user
 // triggers and foreign-key checks do not fire a second time for rows the source
 // already checked), search_path = pg_catalog, pg_temp (every name pgrelay writes
-// is qualified and quoted) and synchronous_commit = on.
+// is qualified and quoted), synchronous_commit = on, and the settings values
+// are read back with: DateStyle and IntervalStyle as the source's sessions
+// write them, xmloption = content (as pg_dump sets it: an xml value may be a
+// fragment, which a target database set to xmloption = document would refuse).
 //
 // # Speed
 //
@@ -121,6 +124,11 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// MetadataSchema is the target schema pgrelay keeps its metadata in
+// (migrations/postgres). A source table maps to the schema of its name, so no
+// table of a source schema of this name can be replicated.
+const MetadataSchema = "pgrelay"
+
 // sessionParams are set in the startup packet of every target session.
 var sessionParams = map[string]string{
 	"session_replication_role": "replica",
@@ -138,6 +146,10 @@ var sessionParams = map[string]string{
 	"jit":           "off",
 	"datestyle":     "ISO, YMD",
 	"intervalstyle": "postgres",
+	// xml input parses content, not documents only, whatever the target
+	// database's or role's default: the source holds fragments the copy and
+	// apply must take.
+	"xmloption": "content",
 }
 
 // Sink applies changes to a PostgreSQL target.

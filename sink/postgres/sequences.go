@@ -87,11 +87,7 @@ func setSequence(ctx context.Context, tx pgx.Tx, q source.Sequence) error {
 			return fail("look up the identity sequence", err)
 		}
 	}
-	value, called := q.Start, false
-	if q.Called {
-		value, called = q.LastValue, true
-	}
-	if _, err := tx.Exec(ctx, "SELECT pg_catalog.setval($1::pg_catalog.regclass, $2, $3)", seq, value, called); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_catalog.setval($1::pg_catalog.regclass, $2, $3)", seq, q.LastValue, q.Called); err != nil {
 		return fail("set its value", err)
 	}
 	return nil
