@@ -1734,3 +1734,33 @@ func TestE2ERefusedValueStops(t *testing.T) {
 		t.Errorf("replicate retried %d times, want 4 (5 sessions); log:\n%s", n, p.logs())
 	}
 }
+
+// The source stopped (immediate) and started again during the first copy:
+// migrate retries like after any server that went away, resumes the copy,
+// and ends equal; it used to exit 1 at once.
+func TestE2ESourceCrashDuringCopy(t *testing.T) {
+	src := harness.Postgres(t, harness.Majors()[0], harness.Dedicated())
+	e := e2eNewEnv(t, src, harness.Postgres(t, harness.Majors()[0]))
+	e.src.Exec(t, `CREATE TABLE sc_big (id int PRIMARY KEY, v text);
+		INSERT INTO sc_big SELECT g, repeat('x', 200) FROM generate_series(1, 1500000) g;
+		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	p := e.start("migrate")
+	for deadline := time.Now().Add(2 * time.Minute); !p.exited() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if e.src.QueryString(t, "SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT%' AND state = 'active'") == "t" {
+			break
+		}
+	}
+	if p.exited() {
+		t.Fatalf("migrate ended before the copy could be interrupted; log:\n%s", p.logs())
+	}
+	e.src.Crash(t)
+	time.Sleep(2 * time.Second)
+	e.src.Start(t)
+	if code := p.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("migrate exited %d after the source came back, want 0; log:\n%s", code, p.logs())
+	}
+	if !strings.Contains(p.logs(), "will retry") {
+		t.Errorf("migrate did not retry; log:\n%s", p.logs())
+	}
+	e2eCompare(t, e)
+}

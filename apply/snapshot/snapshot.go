@@ -465,7 +465,9 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
 	}
 	if err != nil {
 		if srcErr != nil && !errors.Is(srcErr, io.ErrClosedPipe) && !strings.Contains(srcErr.Error(), "target load ended") {
-			return fmt.Errorf("snapshot: copy %s: source: %v; target: %w", t.QualifiedName(), srcErr, err)
+			// Both, for the caller to judge: a source that went away is
+			// worth a new session, a target that refused a row is not.
+			return fmt.Errorf("snapshot: copy %s: source: %w; target: %w", t.QualifiedName(), srcErr, err)
 		}
 		return fmt.Errorf("snapshot: copy %s into the target: %w", t.QualifiedName(), err)
 	}
