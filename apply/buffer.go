@@ -223,12 +223,12 @@ func (b *txnBuffer) spill() error {
 		b.path = filepath.Join(dir, fmt.Sprintf("xid-%d-%d.spill", b.xid, b.spool.seq))
 		f, err := os.OpenFile(b.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return fmt.Errorf("apply: spill transaction %d: %w (set SpillDir to a writable directory)", b.xid, err)
+			return fmt.Errorf("apply: spill transaction %d: %w (set PGRELAY_SPILL_DIR to a writable directory)", b.xid, err)
 		}
 		b.file = f
 	}
 	if _, err := b.file.Write(b.mem); err != nil {
-		return fmt.Errorf("apply: spill transaction %d to %s: %w", b.xid, b.path, err)
+		return fmt.Errorf("apply: spill transaction %d to %s: %w (free space there, or set PGRELAY_SPILL_DIR to a directory with room for the largest transaction)", b.xid, b.path, err)
 	}
 	b.fileBytes += int64(len(b.mem))
 	b.spool.used -= int64(len(b.mem))

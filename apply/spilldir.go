@@ -21,11 +21,11 @@ const spillLockName = "lock"
 
 func createSpillDir(parent, slot string) (*spillDir, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return nil, fmt.Errorf("apply: create spill directory: %w (set SpillDir to a writable directory)", err)
+		return nil, fmt.Errorf("apply: create spill directory: %w (set PGRELAY_SPILL_DIR to a writable directory)", err)
 	}
 	path, err := os.MkdirTemp(parent, slot+"-*")
 	if err != nil {
-		return nil, fmt.Errorf("apply: create spill directory: %w (set SpillDir to a writable directory)", err)
+		return nil, fmt.Errorf("apply: create spill directory: %w (set PGRELAY_SPILL_DIR to a writable directory)", err)
 	}
 	f, err := os.OpenFile(filepath.Join(path, spillLockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

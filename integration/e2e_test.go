@@ -10,6 +10,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1763,4 +1765,29 @@ func TestE2ESourceCrashDuringCopy(t *testing.T) {
 		t.Errorf("migrate did not retry; log:\n%s", p.logs())
 	}
 	e2eCompare(t, e)
+}
+
+// Faults a person must fix are not retried: TLS required by the settings but
+// not offered by the server, and a spill directory pgrelay cannot write.
+func TestE2EUnretryableSettings(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE us_t (id int PRIMARY KEY, v text); CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	tls := *e
+	tls.extra = append(slices.Clone(e.extra), "PGRELAY_SOURCE_URL="+strings.Replace(e.src.URL(), "sslmode=disable", "sslmode=require", 1))
+	p, code := tls.run(2*time.Minute, "replicate")
+	if code == 0 || strings.Contains(p.logs(), "will retry") || !strings.Contains(p.logs(), "TLS") {
+		t.Errorf("replicate with sslmode=require against a server without TLS exited %d, want 1 at once, naming TLS; log:\n%s", code, p.logs())
+	}
+
+	e.mustRun(3*time.Minute, "migrate")
+	file := filepath.Join(t.TempDir(), "not-a-directory")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.extra = append(e.extra, "PGRELAY_SPILL_DIR="+file)
+	e.src.Exec(t, "INSERT INTO us_t SELECT g, repeat('x', 100) FROM generate_series(1, 400000) g")
+	p, code = e.run(2*time.Minute, "migrate")
+	if code == 0 || strings.Contains(p.logs(), "will retry") || !strings.Contains(p.logs(), "PGRELAY_SPILL_DIR") {
+		t.Errorf("migrate with an unwritable spill directory exited %d, want 1 at once, naming PGRELAY_SPILL_DIR; log:\n%s", code, p.logs())
+	}
 }

@@ -42,6 +42,7 @@ const (
 	keyKeepOrder      = "keep_order"
 	keyVerifyChunk    = "verify_chunk_rows"
 	keyVerifyWait     = "verify_wait"
+	keySpillDir       = "spill_dir"
 )
 
 // settingDefaults lists every setting with its default ("" = none). It is the
@@ -64,6 +65,7 @@ var settingDefaults = []struct{ key, def string }{
 	{keyKeepOrder, "false"},
 	{keyVerifyChunk, "0"},
 	{keyVerifyWait, "30s"},
+	{keySpillDir, ""},
 }
 
 // envName is the environment variable that sets key.
@@ -103,6 +105,9 @@ type Config struct {
 	// for a running replica to apply past the source's position
 	// (PGRELAY_VERIFY_WAIT).
 	VerifyWait time.Duration
+	// SpillDir is where transactions larger than the memory bound are spilled
+	// (PGRELAY_SPILL_DIR; empty = $TMPDIR/pgrelay-spill).
+	SpillDir string
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -234,6 +239,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		LogFormat:         v.GetString(keyLogFormat),
 		LogLevel:          v.GetString(keyLogLevel),
 		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
+		SpillDir:          strings.TrimSpace(v.GetString(keySpillDir)),
 		rawStatusInterval: v.GetString(keyStatusInterval),
 		rawTailBinary:     v.GetString(keyTailBinary),
 		rawCopyWorkers:    v.GetString(keyCopyWorkers),

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -133,6 +135,21 @@ func valueRefused(err error) bool {
 // retryable tells the errors after which a new session may succeed: lost or
 // refused connections, a busy slot, what a sink marks retryable.
 func retryable(err error) bool {
+	var pathErr *fs.PathError
+	var unknownCA x509.UnknownAuthorityError
+	var badCert x509.CertificateInvalidError
+	var badHost x509.HostnameError
+	switch {
+	case errors.As(err, &pathErr):
+		// A local file (the spill directory) that cannot be written: a
+		// person must act. (Its errno would pass for a net.Error below.)
+		return false
+	case errors.As(err, &unknownCA), errors.As(err, &badCert), errors.As(err, &badHost),
+		strings.Contains(err.Error(), "server refused TLS connection"):
+		// TLS required but not offered, or a certificate that does not
+		// verify: the settings or the server must change.
+		return false
+	}
 	var ne net.Error
 	var pgErr *pgconn.PgError
 	var connErr *pgconn.ConnectError
@@ -284,6 +301,7 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	acfg := apply.Config{
 		Slot:     cfg.Slot,
 		TwoPhase: twoPhase,
+		SpillDir: cfg.SpillDir,
 		OnLogicalMessage: func(_ context.Context, m *source.LogicalMessage, lsn source.LSN) error {
 			if migrate && m.Prefix == markerPrefix && string(m.Content) == token {
 				caughtUp.Store(true)

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,6 +32,10 @@ func TestRetryable(t *testing.T) {
 		{&pgconn.PgError{Code: "23505", Message: "duplicate key"}, false},
 		{&source.PreflightError{Problems: []error{source.ErrWALLevel}}, false},
 		{errors.New("apply: insert on public.t at 0/1: value too long"), false},
+		{fmt.Errorf("apply: spill transaction 7 to /tmp/x: %w", &fs.PathError{Op: "write", Path: "/tmp/x", Err: syscall.ENOSPC}), false},
+		{errors.New("failed to connect to `user=u database=d`: 127.0.0.1:5432 (127.0.0.1): server refused TLS connection"), false},
+		{fmt.Errorf("connect: %w", x509.UnknownAuthorityError{}), false},
+		{fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
 	} {
 		if got := retryable(c.err); got != c.want {
 			t.Errorf("retryable(%v) = %t, want %t", c.err, got, c.want)
