@@ -364,7 +364,9 @@ func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error
 		return nil
 	}
 	a.lastIdleStore = a.now()
-	a.applied = sink.Progress{Slot: a.cfg.Slot, LSN: walEnd, CommitTime: a.applied.CommitTime}
+	// Every transaction that committed before walEnd is applied: the target
+	// is current as of now, which status measures its lag in seconds from.
+	a.applied = sink.Progress{Slot: a.cfg.Slot, LSN: walEnd, CommitTime: a.now()}
 	return a.Flush(ctx)
 }
 

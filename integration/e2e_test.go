@@ -1791,3 +1791,18 @@ func TestE2EUnretryableSettings(t *testing.T) {
 		t.Errorf("migrate with an unwritable spill directory exited %d, want 1 at once, naming PGRELAY_SPILL_DIR; log:\n%s", code, p.logs())
 	}
 }
+
+// After a migrate that applied no transaction (caught up at its marker), the
+// target is current as of then: while pgrelay is not running and the source
+// commits, status shows the lag in seconds growing, not 0.
+func TestE2EStatusLagSecondsAfterIdleCatchUp(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE ls_t (id int PRIMARY KEY); CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	time.Sleep(2 * time.Second)
+	e.src.Exec(t, "INSERT INTO ls_t VALUES (1)")
+	st, raw := e.status(t)
+	if st.LagBytes <= 0 || st.LagSeconds < 2 || st.LastCommitTime == nil {
+		t.Errorf("status after 2 s behind: lag %d bytes, %.1f s, last commit time %v; want bytes > 0, seconds >= 2, a time:\n%s", st.LagBytes, st.LagSeconds, st.LastCommitTime, raw)
+	}
+}

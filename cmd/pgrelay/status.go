@@ -28,11 +28,14 @@ type statusReport struct {
 		Invalidated        bool   `json:"invalidated"`
 		InvalidationReason string `json:"invalidation_reason,omitempty"`
 	} `json:"slot"`
-	SourceWALLSN   string       `json:"source_wal_lsn"`
-	AppliedLSN     string       `json:"applied_lsn"`
+	SourceWALLSN string `json:"source_wal_lsn"`
+	AppliedLSN   string `json:"applied_lsn"`
+	// LastCommitTime is the source time the applied position is current as
+	// of: the last applied transaction's commit, or when pgrelay last saw the
+	// source idle with everything applied.
 	LastCommitTime *time.Time   `json:"last_commit_time,omitempty"`
 	LagBytes       int64        `json:"lag_bytes"`   // 0 while nothing is applied
-	LagSeconds     float64      `json:"lag_seconds"` // 0 while nothing is applied
+	LagSeconds     float64      `json:"lag_seconds"` // since LastCommitTime when behind; 0 while nothing is applied
 	Seeded         bool         `json:"seeded"`
 	SnapshotLSN    string       `json:"snapshot_lsn,omitempty"`
 	Tables         []tableState `json:"tables"`
@@ -202,7 +205,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "lag\t-\n")
 	} else {
 		fmt.Fprintf(w, "applied\t%s\n", r.AppliedLSN)
-		fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", r.LagBytes, r.LagSeconds)
+		if r.LagBytes > 0 && r.LastCommitTime == nil {
+			fmt.Fprintf(w, "lag\t%d bytes, time unknown (no source commit time stored yet)\n", r.LagBytes)
+		} else {
+			fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", r.LagBytes, r.LagSeconds)
+		}
 	}
 	seeded := "no"
 	if r.Seeded {
