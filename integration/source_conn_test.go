@@ -640,6 +640,18 @@ func TestPreflightPublicationMissesTable(t *testing.T) {
 			if !errors.Is(err, source.ErrPublicationMissing) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("preflight: %v, want %q", err, want)
 			}
+			// A table the source lacks, or one PostgreSQL never publishes, in
+			// a FOR ALL TABLES publication: no ALTER PUBLICATION advice.
+			pg.Exec(t, `CREATE UNLOGGED TABLE scratch (id int); CREATE PUBLICATION everything FOR ALL TABLES`)
+			_, err = source.Preflight(ctx, pg.URL(), source.ConnConfig{Publication: "everything", Tables: []string{"public.a", "public.nosuch", "public.scratch"}})
+			for _, want := range []string{"public.nosuch (in PGRELAY_TABLES) does not exist on the source", "public.scratch (in PGRELAY_TABLES) cannot be published"} {
+				if !errors.Is(err, source.ErrPublicationMissing) || !strings.Contains(err.Error(), want) {
+					t.Errorf("preflight: %v, want %q", err, want)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "ALTER PUBLICATION") {
+				t.Errorf("preflight advises ALTER PUBLICATION for tables it cannot add: %v", err)
+			}
 			// A slot of that name in another database.
 			other := harness.Postgres(t, major)
 			other.Exec(t, "SELECT pg_create_logical_replication_slot('elsewhere', 'pgoutput')")

@@ -202,13 +202,9 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		case err != nil:
 			problem(err)
 		case len(missing) > 0:
-			quoted := make([]string, len(missing))
-			for i, t := range missing {
-				s, n, _ := SplitTableName(t)
-				quoted[i] = quoteIdent(s) + "." + quoteIdent(n)
+			for _, p := range missingTableProblems(ctx, conn, cfg.Publication, missing) {
+				problem(p)
 			}
-			problem(fmt.Errorf("source: %w: publication %q does not publish %s: run ALTER PUBLICATION %s ADD TABLE %s;",
-				ErrPublicationMissing, cfg.Publication, strings.Join(missing, ", "), quoteIdent(cfg.Publication), strings.Join(quoted, ", ")))
 		}
 	}
 
@@ -237,4 +233,42 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		return r, fmt.Errorf("source: list the tables of publication %q without a replica identity: %w", cfg.Publication, err)
 	}
 	return r, nil
+}
+
+// missingTableProblems explains why PGRELAY_TABLES entries are not in the
+// publication: a table the source does not have, one PostgreSQL does not
+// publish (not a plain or partitioned table, unlogged, temporary), or one the
+// publication does not list, with the ALTER PUBLICATION that adds it.
+func missingTableProblems(ctx context.Context, conn *pgx.Conn, publication string, missing []string) []error {
+	var absent, unpublishable, notListed, quoted []string
+	for _, t := range missing {
+		s, n, _ := SplitTableName(t)
+		q := quoteIdent(s) + "." + quoteIdent(n)
+		var kind, persistence string
+		err := conn.QueryRow(ctx, `SELECT c.relkind::text, c.relpersistence::text FROM pg_catalog.pg_class c
+			JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = $1 AND c.relname = $2`, s, n).Scan(&kind, &persistence)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			absent = append(absent, t)
+		case err == nil && (kind != "r" && kind != "p" || persistence != "p"):
+			unpublishable = append(unpublishable, t)
+		default:
+			notListed = append(notListed, t)
+			quoted = append(quoted, q)
+		}
+	}
+	var problems []error
+	if len(absent) > 0 {
+		problems = append(problems, fmt.Errorf("source: %w: %s (in %s) does not exist on the source: create it, or take it out of %s",
+			ErrPublicationMissing, strings.Join(absent, ", "), "PGRELAY_TABLES", "PGRELAY_TABLES"))
+	}
+	if len(unpublishable) > 0 {
+		problems = append(problems, fmt.Errorf("source: %w: %s (in PGRELAY_TABLES) cannot be published: PostgreSQL publishes plain and partitioned tables only, not views, materialized views, foreign, unlogged or temporary tables; take it out of PGRELAY_TABLES",
+			ErrPublicationMissing, strings.Join(unpublishable, ", ")))
+	}
+	if len(notListed) > 0 {
+		problems = append(problems, fmt.Errorf("source: %w: publication %q does not publish %s: run ALTER PUBLICATION %s ADD TABLE %s;",
+			ErrPublicationMissing, publication, strings.Join(notListed, ", "), quoteIdent(publication), strings.Join(quoted, ", ")))
+	}
+	return problems
 }
