@@ -1806,3 +1806,14 @@ func TestE2EStatusLagSecondsAfterIdleCatchUp(t *testing.T) {
 		t.Errorf("status after 2 s behind: lag %d bytes, %.1f s, last commit time %v; want bytes > 0, seconds >= 2, a time:\n%s", st.LagBytes, st.LagSeconds, st.LastCommitTime, raw)
 	}
 }
+
+// URLs whose host is a percent-encoded Unix-socket directory, as libpq and
+// psql take them, work for every command.
+func TestE2EUnixSocketURLs(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE ux_t (id int PRIMARY KEY); INSERT INTO ux_t VALUES (1); CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.extra = append(e.extra, "PGRELAY_SOURCE_URL="+e.src.SocketURL(), "PGRELAY_TARGET_URL="+e.tgt.SocketURL())
+	e.mustRun(3*time.Minute, "migrate")
+	e.mustRun(time.Minute, "status")
+	e2eCompare(t, e)
+}

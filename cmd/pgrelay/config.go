@@ -228,8 +228,8 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", envName(keyTables), err)
 	}
 	return &Config{
-		SourceURL:         strings.TrimSpace(v.GetString(keySourceURL)),
-		TargetURL:         strings.TrimSpace(v.GetString(keyTargetURL)),
+		SourceURL:         socketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
+		TargetURL:         socketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
 		Slot:              strings.TrimSpace(v.GetString(keySlot)),
 		Publication:       strings.TrimSpace(v.GetString(keyPublication)),
 		Tables:            tables,
@@ -463,6 +463,43 @@ func oneOf(key, val string, allowed ...string) error {
 	}
 	list := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
 	return fmt.Errorf("%s=%q: expected %s", envName(key), val, list)
+}
+
+// socketHostURL rewrites a postgres URL whose host is a percent-encoded
+// Unix-socket directory, as libpq takes it (postgres://u@%2Fvar%2Frun%2Fpg:5432/db),
+// into the form Go's URL parser and pgx take (postgres://u@:5432/db?host=%2Fvar%2Frun%2Fpg).
+// Anything else is returned as it is.
+func socketHostURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
+		return s
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	auth, tail := rest[:end], rest[end:]
+	userinfo, hostport := "", auth
+	if i := strings.LastIndex(auth, "@"); i >= 0 {
+		userinfo, hostport = auth[:i+1], auth[i+1:]
+	}
+	if !strings.HasPrefix(strings.ToLower(hostport), "%2f") {
+		return s
+	}
+	host, port := hostport, ""
+	if i := strings.LastIndex(hostport, ":"); i >= 0 {
+		host, port = hostport[:i], hostport[i:]
+	}
+	dir, err := url.PathUnescape(host)
+	if err != nil {
+		return s
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	q := "host=" + url.QueryEscape(dir)
+	if query != "" {
+		q += "&" + query
+	}
+	return scheme + "://" + userinfo + port + path + "?" + q
 }
 
 // checkSourceURL checks that s is a libpq connection string (URL or key=value)

@@ -162,6 +162,15 @@ func (p *PG) URL() string {
 	return pgURL(p.User, p.Password, p.Port, p.DB)
 }
 
+// SocketURL is the database's URL over its Unix socket, with the socket
+// directory percent-encoded as the host, as libpq writes it
+// (postgres://user@%2Fpath%2Fto%2Fdir:port/db); local connections need no
+// password.
+func (p *PG) SocketURL() string {
+	return "postgres://" + url.PathEscape(p.User) + "@" + strings.ReplaceAll(url.PathEscape(p.srv.dir), "/", "%2F") +
+		fmt.Sprintf(":%d/", p.Port) + url.PathEscape(p.DB)
+}
+
 func pgURL(user, password string, port int, db string) string {
 	u := url.URL{
 		Scheme:   "postgres",
