@@ -182,7 +182,7 @@ func goldenCases() []goldenCase {
 		{name: "create_collations", t: table("public", "names", IdentityDefault,
 			col("id", "integer", key),
 			col("name", "text", collation(`"pg_catalog"."C"`)),
-			col("sort_key", "character varying(20)", collation(`"public"."und-x-icu"`), notNull),
+			col("sort_key", "character varying(20)", collation(`"pg_catalog"."POSIX"`), notNull),
 		)},
 		{name: "alter_collations", prev: table("public", "names", IdentityDefault,
 			col("id", "integer", key, attnum(1)),
