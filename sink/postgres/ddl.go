@@ -106,7 +106,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 			}
 			for _, stmt := range append(renames, pre...) {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
-					return fmt.Errorf("%s: %w", stmt, err)
+					return fmt.Errorf("%s: %w", sqlHead(stmt), err)
 				}
 			}
 			return nil
@@ -280,4 +280,14 @@ func (s *Sink) enumRenames(ctx context.Context, tx pgx.Tx, t *schema.Table) ([]s
 		stmts = append(stmts, more...)
 	}
 	return stmts, nil
+}
+
+// sqlHead is stmt on one line, cut to its first 120 characters, for an error
+// message (a type's DO block runs to dozens of lines).
+func sqlHead(stmt string) string {
+	head := []rune(strings.Join(strings.Fields(stmt), " "))
+	if len(head) > 120 {
+		return string(head[:119]) + "…"
+	}
+	return string(head)
 }

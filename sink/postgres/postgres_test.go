@@ -321,3 +321,14 @@ func TestBuildSet(t *testing.T) {
 		t.Error("REPLICA IDENTITY FULL: set statements allowed")
 	}
 }
+
+func TestSQLHead(t *testing.T) {
+	block := "DO $pgrelay$\nBEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t WHERE t.typname = 'é') THEN\n\t\tCREATE TYPE \"public\".\"é\" AS ENUM ('a', 'b', 'c', 'd', 'e', 'f', 'g');\n\tEND IF;\nEND\n$pgrelay$"
+	got := sqlHead(block)
+	if strings.Contains(got, "\n") || len([]rune(got)) != 120 || !strings.HasPrefix(got, "DO $pgrelay$ BEGIN IF NOT EXISTS (SELECT") || !strings.HasSuffix(got, "…") {
+		t.Errorf("sqlHead = %q", got)
+	}
+	if got := sqlHead("CREATE SCHEMA IF NOT EXISTS \"x\""); got != "CREATE SCHEMA IF NOT EXISTS \"x\"" {
+		t.Errorf("short statement: %q", got)
+	}
+}
