@@ -12,6 +12,49 @@ import (
 // has a default the target cannot reproduce.
 var ErrVolatileDefault = errors.New("default cannot be reproduced on the target")
 
+// ErrColumnListChanged is wrapped by AlterTable when a column of the table is
+// published now and was not before, or the other way round: the publication's
+// column list changed (PostgreSQL 15+), not the table. pgrelay cannot follow
+// that without the column's values, which no change carries.
+var ErrColumnListChanged = errors.New("the publication's column list changed")
+
+// columnListChange finds columns that exist on the source in both versions
+// (the same attribute number) but are sent in only one: the catalog lists a
+// column the message leaves out as a GeneratedColumn without expression.
+func columnListChange(prev, t *Table) error {
+	unsent := func(tb *Table, c *Column) bool {
+		for _, g := range tb.Generated {
+			if g.Name == c.Name && g.Expr == "" && g.Attnum == c.Attnum {
+				return true
+			}
+		}
+		return false
+	}
+	var now, before []string
+	for i := range prev.Columns {
+		if c := &prev.Columns[i]; c.Attnum > 0 && unsent(t, c) {
+			now = append(now, c.Name)
+		}
+	}
+	for i := range t.Columns {
+		if c := &t.Columns[i]; c.Attnum > 0 && unsent(prev, c) {
+			before = append(before, c.Name)
+		}
+	}
+	if len(now) == 0 && len(before) == 0 {
+		return nil
+	}
+	var what []string
+	if len(now) > 0 {
+		what = append(what, "no longer publishes "+strings.Join(now, ", "))
+	}
+	if len(before) > 0 {
+		what = append(what, "now publishes "+strings.Join(before, ", ")+" (whose values the target never got)")
+	}
+	return fmt.Errorf("schema: %s: %w: it %s; pgrelay follows columns added to and dropped from a table, not a changed column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
+		t.QualifiedName(), ErrColumnListChanged, strings.Join(what, " and "))
+}
+
 // PostgresDialect is the DDL of PostgreSQL targets. Tables land in the schema of
 // the same name; column types are the source's exactly (format_type), with the
 // enum, domain, composite and range types they need created first. All of the
@@ -374,6 +417,9 @@ func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
 		if err := d.checkColumn(t, &t.Columns[i]); err != nil {
 			return nil, err
 		}
+	}
+	if err := columnListChange(prev, t); err != nil {
+		return nil, err
 	}
 	var stmts []string
 	prevSchema, prevName := d.TargetTable(prev)

@@ -523,3 +523,33 @@ func TestPostgresOmitDefault(t *testing.T) {
 		t.Errorf("ALTER TABLE sets an omitted default:\n%s", got)
 	}
 }
+
+// A column the publication stops or starts publishing (column list, 15+) is
+// not a column dropped or added: AlterTable refuses rather than drop the
+// target's values or add the column empty.
+func TestPostgresColumnListChanged(t *testing.T) {
+	d := PostgresDialect{}
+	unsent := func(name string, attnum int16) GeneratedColumn {
+		return GeneratedColumn{Name: name, TypeName: "text", Attnum: attnum}
+	}
+	all := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("a", "text", attnum(2)), col("d", "text", attnum(4)))
+	narrow := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("a", "text", attnum(2)))
+	narrow.Generated = []GeneratedColumn{unsent("d", 4)}
+	if _, err := d.AlterTable(all, narrow); !errors.Is(err, ErrColumnListChanged) || !strings.Contains(err.Error(), "no longer publishes d") {
+		t.Errorf("narrowed: %v", err)
+	}
+	if _, err := d.AlterTable(narrow, all); !errors.Is(err, ErrColumnListChanged) || !strings.Contains(err.Error(), "now publishes d") {
+		t.Errorf("widened: %v", err)
+	}
+	// Dropped on the source: no longer in the catalog at all.
+	dropped := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("a", "text", attnum(2)))
+	if _, err := d.AlterTable(all, dropped); err != nil {
+		t.Errorf("dropped column: %v", err)
+	}
+	// Dropped and added again under the same name: another attribute number.
+	readded := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("a", "text", attnum(2)))
+	readded.Generated = []GeneratedColumn{unsent("d", 5)}
+	if _, err := d.AlterTable(all, readded); err != nil {
+		t.Errorf("re-added column: %v", err)
+	}
+}
