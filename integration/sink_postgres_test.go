@@ -349,7 +349,7 @@ func TestSinkPostgresErrorFormat(t *testing.T) {
 		t.Fatalf("error:\n got %v\nwant %s", err, want)
 	}
 	err = pgApply(t, s, lsn+10, sinktest.Upd(tb, lsn+1, sinktest.Row(sinktest.T("99"), sinktest.T("x"), sinktest.N())))
-	want = `sink/postgres: update "public"."t" key (id)=(99) at source LSN 0/16B3749: row not found on the target (the target has diverged from the source)`
+	want = `sink/postgres: update "public"."t" key (id)=(99) at source LSN 0/16B3749: row not found on the target (the target has diverged from the source: rows changed there, or the publication changed since the copy — a row filter, or a partition attached or detached under publish_via_partition_root; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error:\n got %v\nwant %s", err, want)
 	}

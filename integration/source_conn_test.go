@@ -652,6 +652,12 @@ func TestPreflightPublicationMissesTable(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), "ALTER PUBLICATION") {
 				t.Errorf("preflight advises ALTER PUBLICATION for tables it cannot add: %v", err)
 			}
+			// A publication of inserts only: what it leaves out is reported.
+			pg.Exec(t, `CREATE PUBLICATION inserts FOR TABLE a WITH (publish = 'insert')`)
+			r, err := source.Preflight(ctx, pg.URL(), source.ConnConfig{Publication: "inserts"})
+			if err != nil || r == nil || strings.Join(r.Unpublished, ",") != "update,delete,truncate" {
+				t.Errorf("publish = 'insert': unpublished %v, err %v", r, err)
+			}
 			// A slot of that name in another database.
 			other := harness.Postgres(t, major)
 			other.Exec(t, "SELECT pg_create_logical_replication_slot('elsewhere', 'pgoutput')")

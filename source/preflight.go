@@ -38,6 +38,9 @@ type PreflightResult struct {
 	Keyless []string
 	// KeylessUnknown: the check could not run, LockedHint.
 	KeylessUnknown bool
+	// Unpublished lists the kinds of change (update, delete, truncate) the
+	// publication does not publish (CREATE PUBLICATION … WITH (publish = …)).
+	Unpublished []string
 	// Problems holds one actionable error per failed check (also returned, joined,
 	// as Preflight's error).
 	Problems []error
@@ -231,6 +234,23 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		r.KeylessUnknown = true
 	case err != nil:
 		return r, fmt.Errorf("source: list the tables of publication %q without a replica identity: %w", cfg.Publication, err)
+	}
+	var update, del, truncate bool
+	truncateCol := "true"
+	if r.ServerMajor >= 11 {
+		truncateCol = "pubtruncate"
+	}
+	if err := conn.QueryRow(ctx, `SELECT pubupdate, pubdelete, `+truncateCol+` FROM pg_catalog.pg_publication WHERE pubname = $1`,
+		cfg.Publication).Scan(&update, &del, &truncate); err != nil {
+		return r, fmt.Errorf("source: read what publication %q publishes: %w", cfg.Publication, err)
+	}
+	for _, k := range []struct {
+		name string
+		on   bool
+	}{{"update", update}, {"delete", del}, {"truncate", truncate}} {
+		if !k.on {
+			r.Unpublished = append(r.Unpublished, k.name)
+		}
 	}
 	return r, nil
 }

@@ -225,6 +225,10 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	if pre.KeylessUnknown {
 		log.Warn("could not check the published tables for a missing replica identity: "+source.LockedHint, "publication", cfg.Publication)
 	}
+	if len(pre.Unpublished) > 0 {
+		log.Warn("the publication does not publish "+strings.Join(pre.Unpublished, ", ")+": the target keeps rows the source changes or removes that way, and a row inserted again with the same key then stops apply; pgrelay verify reports such rows as differences",
+			"publication", cfg.Publication)
+	}
 	if len(pre.Keyless) > 0 {
 		log.Warn("published tables without a replica identity: UPDATE and DELETE on them now FAIL ON THE SOURCE (cannot update table because it does not have a replica identity and publishes updates); give each a primary key or run ALTER TABLE … REPLICA IDENTITY FULL, or leave them out with PGRELAY_TABLES",
 			"publication", cfg.Publication, "tables", strings.Join(pre.Keyless, ", "))

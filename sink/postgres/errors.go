@@ -14,7 +14,7 @@ import (
 
 // ErrRowNotFound is wrapped by the error of an update or delete whose row is not
 // on the target: the target has diverged from the source.
-var ErrRowNotFound = errors.New("row not found on the target (the target has diverged from the source)")
+var ErrRowNotFound = errors.New("row not found on the target (the target has diverged from the source: rows changed there, or the publication changed since the copy — a row filter, or a partition attached or detached under publish_via_partition_root; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always)")
 
 // ErrNoIdentity is wrapped by the error of an update or delete on a table without
 // a replica identity key.
