@@ -248,7 +248,10 @@ type TableState struct {
 	// "" when unknown: a transaction prepared before SyncLSN and committed
 	// after it is not in the copy, and only its transaction id tells.
 	SyncSnapshot string
-	UpdatedAt    time.Time
+	// PublishedAs is what the publication published of the table when it was
+	// copied (source.PublishedTable.Shape), "" when unknown; kept once set.
+	PublishedAs string
+	UpdatedAt   time.Time
 }
 
 // Seed records the snapshot a slot's target was seeded from.

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -30,6 +31,23 @@ type PublishedTable struct {
 	// partition or one that is not a plain table (a foreign table): the copy
 	// then reads the root as one.
 	Parts []Part
+}
+
+// Shape is what the publication publishes of the table beyond its columns,
+// which the stream never carries: its row filter and, for a partitioned table
+// published through its root, its partitions. Rows copied under one shape do
+// not match another.
+func (p PublishedTable) Shape() string {
+	var b strings.Builder
+	b.WriteString("filter: " + p.RowFilter)
+	if p.Partitioned {
+		names := make([]string, len(p.Parts))
+		for i, part := range p.Parts {
+			names[i] = part.Schema + "." + part.Name
+		}
+		b.WriteString("; partitions: " + strings.Join(names, ", "))
+	}
+	return b.String()
 }
 
 // Part is a leaf partition of a published partitioned table.

@@ -478,7 +478,8 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
 // finishTable builds the table's secondary indexes and records it done.
 func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) error {
 	t := r.Table.Table
-	st := sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load()}
+	st := sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load(),
+		PublishedAs: r.Published.Shape()}
 	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
 		return err
 	}

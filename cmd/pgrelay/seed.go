@@ -90,6 +90,9 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 		return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, cp)
 	case "auto":
 		if found && seed.SnapshotDone {
+			if err := s.checkPublished(ctx, states); err != nil {
+				return nil, nil, err
+			}
 			done, published, added, err := s.knownTables(ctx, states)
 			if err != nil || added == 0 {
 				return nil, syncLSN, err
@@ -460,4 +463,45 @@ func (s *seeder) allTables(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("source: read publication %q: %w", s.cfg.Publication, err)
 	}
 	return all, nil
+}
+
+// checkPublished stops a start when the publication publishes a copied table
+// otherwise than when it was copied: another row filter, or other partitions of
+// a table published through its root. The copied rows then do not match what
+// the publication publishes, and no change in the stream repairs that.
+func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) error {
+	stored := map[string]string{}
+	for _, st := range states {
+		if st.PublishedAs != "" {
+			stored[st.Schema+"."+st.Name] = st.PublishedAs
+		}
+	}
+	if len(stored) == 0 {
+		return nil
+	}
+	var published []source.PublishedTable
+	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
+		var err error
+		published, err = source.ReadPublishedTables(ctx, tx, s.cfg.Publication, s.major)
+		return err
+	})
+	if source.IsLockTimeout(err) {
+		s.log.Warn("could not check whether the publication changed since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var changed []string
+	for _, pt := range published {
+		name := pt.Relation.Namespace + "." + pt.Relation.Name
+		if was, ok := stored[name]; ok && was != pt.Shape() {
+			changed = append(changed, fmt.Sprintf("%s (copied with %s; now %s)", name, was, pt.Shape()))
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("publication %q publishes tables otherwise than when they were copied, so the target holds other rows than it publishes: %s; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always",
+		s.cfg.Publication, strings.Join(changed, "; "))
 }

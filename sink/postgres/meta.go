@@ -156,7 +156,8 @@ func (s *Sink) MarkSeeded(ctx context.Context, slot string, consistentPoint sour
 func (s *Sink) TableStates(ctx context.Context, slot string) ([]sink.TableState, error) {
 	var states []sink.TableState
 	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT schema, name, state, rows, bytes, coalesce(sync_lsn::text, ''), coalesce(sync_snapshot, ''), updated_at
+		rows, err := conn.Query(ctx, `SELECT schema, name, state, rows, bytes, coalesce(sync_lsn::text, ''), coalesce(sync_snapshot, ''),
+				coalesce(published_as, ''), updated_at
 			FROM pgrelay.table_state WHERE slot = $1 ORDER BY schema, name`, slot)
 		if err != nil {
 			return err
@@ -164,7 +165,7 @@ func (s *Sink) TableStates(ctx context.Context, slot string) ([]sink.TableState,
 		states, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sink.TableState, error) {
 			var st sink.TableState
 			var syncLSN string
-			err := r.Scan(&st.Schema, &st.Name, &st.State, &st.Rows, &st.Bytes, &syncLSN, &st.SyncSnapshot, &st.UpdatedAt)
+			err := r.Scan(&st.Schema, &st.Name, &st.State, &st.Rows, &st.Bytes, &syncLSN, &st.SyncSnapshot, &st.PublishedAs, &st.UpdatedAt)
 			if err == nil && syncLSN != "" {
 				st.SyncLSN, err = pglogrepl.ParseLSN(syncLSN)
 			}
@@ -197,12 +198,17 @@ func (s *Sink) SetTableState(ctx context.Context, slot string, st sink.TableStat
 		}
 		// A table keeps its sync LSN and snapshot until a new seed forgets
 		// every state.
-		_, err := conn.Exec(ctx, `INSERT INTO pgrelay.table_state (slot, schema, name, state, rows, bytes, sync_lsn, sync_snapshot, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::text::pg_lsn, $8, now())
+		var publishedAs *string
+		if st.PublishedAs != "" {
+			publishedAs = &st.PublishedAs
+		}
+		_, err := conn.Exec(ctx, `INSERT INTO pgrelay.table_state (slot, schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::text::pg_lsn, $8, $9, now())
 			ON CONFLICT (slot, schema, name) DO UPDATE SET state = excluded.state, rows = excluded.rows,
 				bytes = excluded.bytes, sync_lsn = coalesce(excluded.sync_lsn, pgrelay.table_state.sync_lsn),
 				sync_snapshot = CASE WHEN excluded.sync_lsn IS NULL THEN pgrelay.table_state.sync_snapshot ELSE excluded.sync_snapshot END,
-				updated_at = now()`, slot, st.Schema, st.Name, st.State, st.Rows, st.Bytes, syncLSN, syncSnap)
+				published_as = coalesce(excluded.published_as, pgrelay.table_state.published_as),
+				updated_at = now()`, slot, st.Schema, st.Name, st.State, st.Rows, st.Bytes, syncLSN, syncSnap, publishedAs)
 		return err
 	})
 	if err != nil {
