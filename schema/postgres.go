@@ -12,47 +12,34 @@ import (
 // has a default the target cannot reproduce.
 var ErrVolatileDefault = errors.New("default cannot be reproduced on the target")
 
-// ErrColumnListChanged is wrapped by AlterTable when a column of the table is
-// published now and was not before, or the other way round: the publication's
-// column list changed (PostgreSQL 15+), not the table. pgrelay cannot follow
-// that without the column's values, which no change carries.
+// ErrColumnListChanged is wrapped by AlterTable when a column the source table
+// still has is no longer sent: the publication's column list (PostgreSQL 15+)
+// left it out. Dropping it on the target would drop its values.
 var ErrColumnListChanged = errors.New("the publication's column list changed")
 
 // columnListChange finds columns that exist on the source in both versions
-// (the same attribute number) but are sent in only one: the catalog lists a
-// column the message leaves out as a GeneratedColumn without expression.
+// (the same attribute number) but are no longer sent: the catalog lists a
+// column the message leaves out as a GeneratedColumn without expression. (The
+// other way round cannot be told from a column added on the source while
+// pgrelay lagged, whose facts were read before its Relation message came.)
 func columnListChange(prev, t *Table) error {
-	unsent := func(tb *Table, c *Column) bool {
-		for _, g := range tb.Generated {
+	var gone []string
+	for i := range prev.Columns {
+		c := &prev.Columns[i]
+		if c.Attnum <= 0 {
+			continue
+		}
+		for _, g := range t.Generated {
 			if g.Name == c.Name && g.Expr == "" && g.Attnum == c.Attnum {
-				return true
+				gone = append(gone, c.Name)
 			}
 		}
-		return false
 	}
-	var now, before []string
-	for i := range prev.Columns {
-		if c := &prev.Columns[i]; c.Attnum > 0 && unsent(t, c) {
-			now = append(now, c.Name)
-		}
-	}
-	for i := range t.Columns {
-		if c := &t.Columns[i]; c.Attnum > 0 && unsent(prev, c) {
-			before = append(before, c.Name)
-		}
-	}
-	if len(now) == 0 && len(before) == 0 {
+	if len(gone) == 0 {
 		return nil
 	}
-	var what []string
-	if len(now) > 0 {
-		what = append(what, "no longer publishes "+strings.Join(now, ", "))
-	}
-	if len(before) > 0 {
-		what = append(what, "now publishes "+strings.Join(before, ", ")+" (whose values the target never got)")
-	}
-	return fmt.Errorf("schema: %s: %w: it %s; pgrelay follows columns added to and dropped from a table, not a changed column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
-		t.QualifiedName(), ErrColumnListChanged, strings.Join(what, " and "))
+	return fmt.Errorf("schema: %s: %w: it no longer publishes %s, which the source table still has; pgrelay follows columns dropped from a table, not left out of the column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
+		t.QualifiedName(), ErrColumnListChanged, strings.Join(gone, ", "))
 }
 
 // PostgresDialect is the DDL of PostgreSQL targets. Tables land in the schema of

@@ -524,9 +524,8 @@ func TestPostgresOmitDefault(t *testing.T) {
 	}
 }
 
-// A column the publication stops or starts publishing (column list, 15+) is
-// not a column dropped or added: AlterTable refuses rather than drop the
-// target's values or add the column empty.
+// A column the publication stops publishing (column list, 15+) is not a
+// column dropped: AlterTable refuses rather than drop the target's values.
 func TestPostgresColumnListChanged(t *testing.T) {
 	d := PostgresDialect{}
 	unsent := func(name string, attnum int16) GeneratedColumn {
@@ -538,7 +537,9 @@ func TestPostgresColumnListChanged(t *testing.T) {
 	if _, err := d.AlterTable(all, narrow); !errors.Is(err, ErrColumnListChanged) || !strings.Contains(err.Error(), "no longer publishes d") {
 		t.Errorf("narrowed: %v", err)
 	}
-	if _, err := d.AlterTable(narrow, all); !errors.Is(err, ErrColumnListChanged) || !strings.Contains(err.Error(), "now publishes d") {
+	// Sent again (a widened list, or a column added while pgrelay lagged,
+	// whose facts came before its message): not told apart, so followed.
+	if _, err := d.AlterTable(narrow, all); err != nil {
 		t.Errorf("widened: %v", err)
 	}
 	// Dropped on the source: no longer in the catalog at all.
