@@ -501,7 +501,7 @@ func TestSinkPostgresMigrations(t *testing.T) {
 			t.Fatalf("Setup %d: %v", i, err)
 		}
 	}
-	wantQuery(t, pg, "1,2,3,4", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
+	wantQuery(t, pg, "1,2,3,4,5", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
 	wantQuery(t, pg, "1", "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pgrelay.table_state'::regclass AND attname = 'sync_snapshot'")
 	wantQuery(t, pg, "pgrelay.prepared,pgrelay.prepared_fill,pgrelay.progress,pgrelay.relation,pgrelay.schema_migrations,pgrelay.seed,pgrelay.table_state",
 		"SELECT string_agg(oid::regclass::text, ',' ORDER BY oid::regclass::text) FROM pg_class WHERE relnamespace = 'pgrelay'::regnamespace AND relkind = 'r'")
@@ -1104,7 +1104,7 @@ func TestSinkPostgresRenamedByRelationOID(t *testing.T) {
 	ensure(t, s, ra)
 	mustApply(t, s, 100, sinktest.Ins(ra, 1, row("1")), sinktest.Ins(ra, 2, row("2")))
 	// Stored before migration 3: no slot nor OID columns yet.
-	pg.Exec(t, "ALTER TABLE pgrelay.relation DROP COLUMN slot, DROP COLUMN relation_oid; DROP TABLE pgrelay.prepared_fill; DELETE FROM pgrelay.schema_migrations WHERE version >= 3")
+	pg.Exec(t, "ALTER TABLE pgrelay.relation DROP COLUMN slot, DROP COLUMN relation_oid; DROP TABLE pgrelay.prepared_fill; ALTER TABLE pgrelay.table_state DROP COLUMN published_as; DELETE FROM pgrelay.schema_migrations WHERE version >= 3")
 
 	s = tg.open(t) // a restart: nothing known in memory
 	if _, err := s.Setup(t.Context(), sinktest.Slot); err != nil {
