@@ -30,17 +30,21 @@ var ErrRetryable = errors.New("retryable")
 
 // Retryable wraps err so that errors.Is(err, ErrRetryable) holds while the
 // message and the original chain stay intact.
-func Retryable(err error) error {
+func Retryable(err error) error { return mark(err, ErrRetryable) }
+
+// mark wraps err so that errors.Is(err, sentinel) holds while the message and
+// the original chain stay intact.
+func mark(err, sentinel error) error {
 	if err == nil {
 		return nil
 	}
-	return retryableError{err}
+	return markedError{err, sentinel}
 }
 
-type retryableError struct{ err error }
+type markedError struct{ err, sentinel error }
 
-func (e retryableError) Error() string   { return e.err.Error() }
-func (e retryableError) Unwrap() []error { return []error{e.err, ErrRetryable} }
+func (e markedError) Error() string   { return e.err.Error() }
+func (e markedError) Unwrap() []error { return []error{e.err, e.sentinel} }
 
 // EarlierChangeError wraps the error of a change queued before the operation
 // that reported it (a sink that pipelines learns that a row failed with its
@@ -61,17 +65,7 @@ var ErrValueRejected = errors.New("value rejected by the target")
 
 // ValueRejected wraps err so that errors.Is(err, ErrValueRejected) holds while
 // the message and the original chain stay intact.
-func ValueRejected(err error) error {
-	if err == nil {
-		return nil
-	}
-	return valueRejectedError{err}
-}
-
-type valueRejectedError struct{ err error }
-
-func (e valueRejectedError) Error() string   { return e.err.Error() }
-func (e valueRejectedError) Unwrap() []error { return []error{e.err, ErrValueRejected} }
+func ValueRejected(err error) error { return mark(err, ErrValueRejected) }
 
 // ChangeKind tells what a Change does.
 type ChangeKind byte
