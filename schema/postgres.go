@@ -160,10 +160,9 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		END LOOP;
 `
 		case CategoryComposite:
-			attrs := make([]string, len(typ.Attributes))
+			attrs := d.compositeAttrs(typ)
 			names := make([]string, len(typ.Attributes))
 			for i, a := range typ.Attributes {
-				attrs[i] = d.QuoteIdent(a.Name) + " " + a.TypeName
 				names[i] = quoteLiteral(a.Name)
 			}
 			create = "CREATE TYPE " + name + " AS (" + strings.Join(attrs, ", ") + ");"
@@ -191,8 +190,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		if orElse != "" {
 			b.WriteString("DECLARE\n\tlabel pg_catalog.text;\n\tprev pg_catalog.text;\n\tfirst pg_catalog.text;\n\tr record;\n")
 		}
-		b.WriteString("BEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = ")
-		b.WriteString(quoteLiteral(typ.Namespace) + " AND t.typname = " + quoteLiteral(typ.Name) + ") THEN\n\t\t")
+		b.WriteString("BEGIN\n\tIF " + noSuchType(typ) + " THEN\n\t\t")
 		b.WriteString(create + "\n")
 		if orElse != "" {
 			b.WriteString("\tELSE\n" + orElse)
@@ -355,15 +353,26 @@ func (d PostgresDialect) rowTypes(t *Table) []string {
 		if !creatable(typ) || !typ.RowType || typ.Namespace == t.Schema && typ.Name == t.Name {
 			continue
 		}
-		attrs := make([]string, len(typ.Attributes))
-		for i, a := range typ.Attributes {
-			attrs[i] = d.QuoteIdent(a.Name) + " " + a.TypeName
-		}
-		stmts = append(stmts, doBlock("BEGIN\n\tIF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = "+
-			quoteLiteral(typ.Namespace)+" AND t.typname = "+quoteLiteral(typ.Name)+") THEN\n\t\tCREATE TYPE "+d.qualified(typ.Namespace, typ.Name)+
-			" AS ("+strings.Join(attrs, ", ")+");\n\tEND IF;\nEND"))
+		stmts = append(stmts, doBlock("BEGIN\n\tIF "+noSuchType(typ)+" THEN\n\t\tCREATE TYPE "+d.qualified(typ.Namespace, typ.Name)+
+			" AS ("+strings.Join(d.compositeAttrs(typ), ", ")+");\n\tEND IF;\nEND"))
 	}
 	return stmts
+}
+
+// compositeAttrs are a composite type's attribute definitions ("name" type).
+func (d PostgresDialect) compositeAttrs(typ *Type) []string {
+	attrs := make([]string, len(typ.Attributes))
+	for i, a := range typ.Attributes {
+		attrs[i] = d.QuoteIdent(a.Name) + " " + a.TypeName
+	}
+	return attrs
+}
+
+// noSuchType is the PL/pgSQL condition that no type of typ's schema and name
+// exists on the target.
+func noSuchType(typ *Type) string {
+	return "NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = " +
+		quoteLiteral(typ.Namespace) + " AND t.typname = " + quoteLiteral(typ.Name) + ")"
 }
 
 // MoveTable implements Dialect: SET SCHEMA first, then RENAME.
