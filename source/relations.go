@@ -65,6 +65,21 @@ type Part struct {
 func ReadPublishedTables(ctx context.Context, q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }, publication string, major int) ([]PublishedTable, error) {
+	return readPublished(ctx, q, publication, major, true)
+}
+
+// ReadPublishedShapes is ReadPublishedTables without the columns (Relation
+// has none, Columns is nil): enough for each table's Shape, one query per
+// partitioned table instead of one per table.
+func ReadPublishedShapes(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, publication string, major int) ([]PublishedTable, error) {
+	return readPublished(ctx, q, publication, major, false)
+}
+
+func readPublished(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, publication string, major int, columns bool) ([]PublishedTable, error) {
 	// attnames (published column list) exists from 15; generated columns are not
 	// published before 18 (and we do not copy them: the target computes its own).
 	colList, rowFilter := "NULL::text[]", "NULL::text"
@@ -126,40 +141,19 @@ ORDER BY a.attnum`
 		if len(h.rep) == 1 {
 			rel.ReplicaIdentity = h.rep[0]
 		}
-		published := map[string]bool{}
-		for _, a := range h.attnames {
-			published[a] = true
-		}
-		rows, err := q.Query(ctx, colSQL, h.oid)
-		if err != nil {
-			return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
-		}
 		var names []string
-		for rows.Next() {
-			var col RelationColumn
-			var key bool
-			if err := rows.Scan(&col.Name, &col.TypeOID, &col.TypeMod, &key); err != nil {
-				rows.Close()
+		if columns {
+			var err error
+			if names, err = readColumns(ctx, q, colSQL, rel, h.attnames); err != nil {
 				return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
 			}
-			if len(published) > 0 && !published[col.Name] {
-				continue
-			}
-			if key {
-				col.Flags = ColumnFlagKey
-			}
-			rel.Columns = append(rel.Columns, col)
-			names = append(names, col.Name)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
 		}
 		pt := PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names, Partitioned: h.partitioned}
 		if h.rowFilter != nil {
 			pt.RowFilter = *h.rowFilter
 		}
 		if h.partitioned {
+			var err error
 			if pt.Parts, err = readParts(ctx, q, h.oid); err != nil {
 				return nil, fmt.Errorf("source: read the partitions of %s.%s: %w", h.nsp, h.name, err)
 			}
@@ -171,6 +165,40 @@ ORDER BY a.attnum`
 		out = append(out, pt)
 	}
 	return out, nil
+}
+
+// readColumns adds rel's columns (those in attnames, when the publication has a
+// column list) from colSQL and returns their names.
+func readColumns(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, colSQL string, rel *Relation, attnames []string) ([]string, error) {
+	published := map[string]bool{}
+	for _, a := range attnames {
+		published[a] = true
+	}
+	rows, err := q.Query(ctx, colSQL, rel.RelationID)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for rows.Next() {
+		var col RelationColumn
+		var key bool
+		if err := rows.Scan(&col.Name, &col.TypeOID, &col.TypeMod, &key); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if len(published) > 0 && !published[col.Name] {
+			continue
+		}
+		if key {
+			col.Flags = ColumnFlagKey
+		}
+		rel.Columns = append(rel.Columns, col)
+		names = append(names, col.Name)
+	}
+	rows.Close()
+	return names, rows.Err()
 }
 
 // readParts lists the leaf partitions of partitioned table oid (PostgreSQL

@@ -482,7 +482,7 @@ func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) e
 	var published []source.PublishedTable
 	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
 		var err error
-		published, err = source.ReadPublishedTables(ctx, tx, s.cfg.Publication, s.major)
+		published, err = source.ReadPublishedShapes(ctx, tx, s.cfg.Publication, s.major)
 		return err
 	})
 	if source.IsLockTimeout(err) {
