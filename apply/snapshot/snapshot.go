@@ -7,7 +7,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -211,8 +210,15 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 						return err
 					}
 				}
-				if err := copyJob(gctx, conn, j, target); err != nil {
+				reusable, err := copyJob(gctx, conn, j, target)
+				if err != nil {
 					return err
+				}
+				if !reusable {
+					if err := gctx.Err(); err != nil {
+						return err
+					}
+					return fmt.Errorf("snapshot: the source connection is in an unknown state after copying %s", j.table.Table.Table.QualifiedName())
 				}
 				if j.table.remaining.Add(-1) == 0 {
 					if err := finishTable(gctx, cfg, j.table, target); err != nil {
@@ -432,47 +438,35 @@ func copyOutSQL(j job) string {
 	return sql
 }
 
-// copyJob streams one table or range: COPY TO STDOUT on the source into the
-// target's bulk loader through a pipe.
-func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) error {
+// copyJob streams one table or range: COPY TO STDOUT on the source, read by
+// the target's bulk loader as it arrives. It reports whether conn can be used
+// for the next job.
+func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) (bool, error) {
 	t := j.table.Table.Table
-	sql := copyOutSQL(j)
 	load := target.CopyFrom
 	if j.table.casts != nil {
 		load = target.(sink.BinaryBulkLoader).CopyFromBinary
 	}
-
-	pr, pw := io.Pipe()
-	// CopyTo writes one row at a time; gather them so that the pipe and the
-	// target's COPY see large writes, not one hand-off per row.
-	buffered := bufio.NewWriterSize(pw, copyBufferSize)
-	counter := &countingWriter{w: buffered, run: j.table}
-	done := make(chan error, 1)
-	go func() {
-		_, err := conn.PgConn().CopyTo(ctx, counter, sql)
-		counter.flush()
-		if err == nil {
-			err = buffered.Flush()
-		}
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	rows, err := load(ctx, t, pr)
-	pr.CloseWithError(errors.New("target load ended"))
-	srcErr := <-done
+	pg := conn.PgConn()
+	out, err := startCopyOut(ctx, pg.Frontend(), pg.Conn(), copyOutSQL(j), j.table)
+	if err != nil {
+		return false, fmt.Errorf("snapshot: copy %s out of the source: %w", t.QualifiedName(), err)
+	}
+	rows, err := load(ctx, t, out)
+	srcErr, reusable := out.finish(err)
 	if srcErr != nil && err == nil {
-		return fmt.Errorf("snapshot: copy %s out of the source: %w", t.QualifiedName(), srcErr)
+		return false, fmt.Errorf("snapshot: copy %s out of the source: %w", t.QualifiedName(), srcErr)
 	}
 	if err != nil {
-		if srcErr != nil && !errors.Is(srcErr, io.ErrClosedPipe) && !strings.Contains(srcErr.Error(), "target load ended") {
+		if srcErr != nil {
 			// Both, for the caller to judge: a source that went away is
 			// worth a new session, a target that refused a row is not.
-			return fmt.Errorf("snapshot: copy %s: source: %w; target: %w", t.QualifiedName(), srcErr, err)
+			return false, fmt.Errorf("snapshot: copy %s: source: %w; target: %w", t.QualifiedName(), srcErr, err)
 		}
-		return fmt.Errorf("snapshot: copy %s into the target: %w", t.QualifiedName(), err)
+		return false, fmt.Errorf("snapshot: copy %s into the target: %w", t.QualifiedName(), err)
 	}
-	j.table.rows.Add(rows - counter.rows)
-	return nil
+	j.table.rows.Add(rows - out.rows)
+	return reusable, nil
 }
 
 // finishTable builds the table's secondary indexes and records it done.
@@ -507,44 +501,6 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	}
 	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)), "format", format)
 	return nil
-}
-
-// copyBufferSize is how much COPY data is gathered before it is handed to the
-// target's loader.
-const copyBufferSize = 1 << 20
-
-// countingWriter counts bytes and rows as they pass. PostgreSQL sends COPY
-// OUT data as one CopyData message per row, and pgconn's CopyTo writes each
-// message with one Write: a row per Write, without scanning the bytes. In
-// binary format the trailer comes as a message of its own, one row too many.
-// The table's shared counters, which the ranges copied at once all add to,
-// are updated every countBatch rows (and by flush), not on every row.
-type countingWriter struct {
-	w     io.Writer
-	run   *tableRun
-	rows  int64 // counted here; corrected by the loader's exact count at the end
-	rowsN int64 // rows not yet added to run
-	bytes int64 // bytes not yet added to run
-}
-
-const countBatch = 1024
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.rows++
-	c.rowsN++
-	c.bytes += int64(n)
-	if c.rowsN == countBatch {
-		c.flush()
-	}
-	return n, err
-}
-
-// flush adds what was counted since the last flush to the table's counters.
-func (c *countingWriter) flush() {
-	c.run.rows.Add(c.rowsN)
-	c.run.bytes.Add(c.bytes)
-	c.rowsN, c.bytes = 0, 0
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

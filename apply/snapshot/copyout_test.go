@@ -1,0 +1,178 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// fakeSource is the server end of a connection: it checks the query and
+// answers with the messages a test gives it.
+func fakeSource(t *testing.T) (client net.Conn, fe *pgproto3.Frontend, be *pgproto3.Backend, server net.Conn) {
+	t.Helper()
+	client, server = net.Pipe()
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, pgproto3.NewFrontend(client, client), pgproto3.NewBackend(server, server), server
+}
+
+// serve reads the query, then sends msgs, each flushed on its own.
+func serve(t *testing.T, be *pgproto3.Backend, msgs ...pgproto3.BackendMessage) chan error {
+	done := make(chan error, 1)
+	go func() {
+		msg, err := be.Receive()
+		if err != nil {
+			done <- err
+			return
+		}
+		if q, ok := msg.(*pgproto3.Query); !ok || !strings.HasPrefix(q.String, "COPY") {
+			done <- fmt.Errorf("got %#v, want the COPY query", msg)
+			return
+		}
+		for _, m := range msgs {
+			be.Send(m)
+			if err := be.Flush(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
+}
+
+// readAll reads c as pgconn's CopyFrom does: into a 64 kB buffer at a time.
+func readAll(c io.Reader) ([]byte, error) {
+	var out bytes.Buffer
+	buf := make([]byte, 65531)
+	for {
+		n, err := c.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			return out.Bytes(), err
+		}
+	}
+}
+
+func TestCopyOutReadsEveryRowThenEOF(t *testing.T) {
+	nc, fe, be, _ := fakeSource(t)
+	var want bytes.Buffer
+	msgs := []pgproto3.BackendMessage{&pgproto3.CopyOutResponse{}, &pgproto3.NoticeResponse{Message: "hello"}}
+	const rows = 2*countBatch + 7
+	for i := 0; i < rows; i++ {
+		// Some rows larger than a Read's buffer, so a row spans Reads.
+		row := bytes.Repeat([]byte{byte(i)}, 1+i%300+(i%500/499)*100000)
+		want.Write(row)
+		msgs = append(msgs, &pgproto3.CopyData{Data: row})
+	}
+	msgs = append(msgs, &pgproto3.CopyDone{}, &pgproto3.CommandComplete{CommandTag: []byte("COPY 2055")}, &pgproto3.ReadyForQuery{TxStatus: 'T'})
+	served := serve(t, be, msgs...)
+
+	run := &tableRun{}
+	c, err := startCopyOut(context.Background(), fe, nc, "COPY (SELECT 1) TO STDOUT", run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(c)
+	if err != io.EOF {
+		t.Fatalf("Read ended with %v, want io.EOF", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("read %d bytes, want %d (the rows' payloads, in order)", len(got), want.Len())
+	}
+	srcErr, reusable := c.finish(nil)
+	if srcErr != nil || !reusable {
+		t.Fatalf("finish: %v, reusable %v; want no error and a reusable connection", srcErr, reusable)
+	}
+	if c.rows != rows || run.rows.Load() != rows || run.bytes.Load() != int64(want.Len()) {
+		t.Errorf("counted %d rows (table %d), %d bytes; want %d rows, %d bytes", c.rows, run.rows.Load(), run.bytes.Load(), rows, want.Len())
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCopyOutServerError(t *testing.T) {
+	nc, fe, be, _ := fakeSource(t)
+	serve(t, be, &pgproto3.CopyOutResponse{}, &pgproto3.CopyData{Data: []byte("1\n")},
+		&pgproto3.ErrorResponse{Severity: "ERROR", Code: "57P01", Message: "terminating connection due to administrator command"},
+		&pgproto3.ReadyForQuery{TxStatus: 'E'})
+	c, err := startCopyOut(context.Background(), fe, nc, "COPY t TO STDOUT", &tableRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(c)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57P01" || string(got) != "1\n" {
+		t.Fatalf("read %q, then %v; want the row, then the server's error", got, err)
+	}
+	srcErr, reusable := c.finish(errors.New("COPY from stdin failed"))
+	if !errors.As(srcErr, &pgErr) || reusable {
+		t.Fatalf("finish: %v, reusable %v; want the server's error, not reusable", srcErr, reusable)
+	}
+}
+
+func TestCopyOutConnectionLost(t *testing.T) {
+	nc, fe, be, server := fakeSource(t)
+	served := serve(t, be, &pgproto3.CopyOutResponse{}, &pgproto3.CopyData{Data: []byte("1\n")})
+	c, err := startCopyOut(context.Background(), fe, nc, "COPY t TO STDOUT", &tableRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { <-served; server.Close() }()
+	_, err = readAll(c)
+	if err == nil || err == io.EOF || !strings.Contains(err.Error(), "source closed the connection") {
+		t.Fatalf("Read ended with %v, want the lost connection", err)
+	}
+	if srcErr, reusable := c.finish(err); srcErr == nil || reusable {
+		t.Fatalf("finish: %v, reusable %v; want the source's error", srcErr, reusable)
+	}
+}
+
+// A target that fails while the loader's goroutine waits in Read for the
+// source: finish cuts the wait short and blames nothing on the source.
+func TestCopyOutTargetFailsFirst(t *testing.T) {
+	nc, fe, be, _ := fakeSource(t)
+	serve(t, be, &pgproto3.CopyOutResponse{})
+	c, err := startCopyOut(context.Background(), fe, nc, "COPY t TO STDOUT", &tableRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readErr := make(chan error, 1)
+	go func() { _, err := readAll(c); readErr <- err }()
+	time.Sleep(50 * time.Millisecond) // let Read wait for a row that never comes
+	srcErr, reusable := c.finish(errors.New("duplicate key"))
+	if srcErr != nil || reusable {
+		t.Fatalf("finish: %v, reusable %v; want no source error, not reusable", srcErr, reusable)
+	}
+	select {
+	case <-readErr:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Read waiting for the source did not return after finish")
+	}
+}
+
+func TestCopyOutContextCanceled(t *testing.T) {
+	nc, fe, be, _ := fakeSource(t)
+	serve(t, be, &pgproto3.CopyOutResponse{})
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := startCopyOut(ctx, fe, nc, "COPY t TO STDOUT", &tableRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := readAll(c); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read ended with %v, want context.Canceled", err)
+	}
+	if _, reusable := c.finish(context.Canceled); reusable {
+		t.Fatal("finish: the connection is reusable after its deadline was set")
+	}
+}
