@@ -1877,4 +1877,22 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 	if code == 0 || !strings.Contains(p.logs(), "public.pc_parts (copied with filter: ; partitions: public.pc_high, public.pc_low; now filter: ; partitions: public.pc_low)") {
 		t.Errorf("migrate exited %d after a partition was detached, want 1 naming the change; log:\n%s", code, p.logs())
 	}
+
+	// A running replicate finds such a change by itself, within
+	// PGRELAY_PUBLICATION_CHECK_INTERVAL, rather than diverge until its
+	// next start.
+	e.src.Exec(t, "ALTER TABLE pc_parts ATTACH PARTITION pc_high FOR VALUES FROM (100) TO (200)")
+	always.mustRun(3*time.Minute, "migrate")
+	watched := *e
+	watched.extra = append(slices.Clone(e.extra), "PGRELAY_PUBLICATION_CHECK_INTERVAL=1s")
+	p = watched.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	time.Sleep(3 * time.Second) // checks that find nothing keep it running
+	if p.exited() {
+		t.Fatalf("replicate exited %d with the publication unchanged; log:\n%s", p.code(), p.logs())
+	}
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE pc_parts, pc_f WHERE (k > 2)")
+	if code := p.wait(t, time.Minute); code == 0 || !strings.Contains(p.logs(), "public.pc_f (copied with filter: (k > 6); now filter: (k > 2))") {
+		t.Errorf("replicate exited %d after the row filter changed while it ran, want 1 naming the change; log:\n%s", code, p.logs())
+	}
 }

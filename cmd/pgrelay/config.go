@@ -43,6 +43,7 @@ const (
 	keyVerifyChunk    = "verify_chunk_rows"
 	keyVerifyWait     = "verify_wait"
 	keySpillDir       = "spill_dir"
+	keyPubCheck       = "publication_check_interval"
 )
 
 // settingDefaults lists every setting with its default ("" = none). It is the
@@ -66,6 +67,7 @@ var settingDefaults = []struct{ key, def string }{
 	{keyVerifyChunk, "0"},
 	{keyVerifyWait, "30s"},
 	{keySpillDir, ""},
+	{keyPubCheck, "1m"},
 }
 
 // envName is the environment variable that sets key.
@@ -108,6 +110,10 @@ type Config struct {
 	// SpillDir is where transactions larger than the memory bound are spilled
 	// (PGRELAY_SPILL_DIR; empty = $TMPDIR/pgrelay-spill).
 	SpillDir string
+	// PublicationCheck is how often replicate compares what the publication
+	// publishes of each copied table with what was copied
+	// (PGRELAY_PUBLICATION_CHECK_INTERVAL; 0 = only at start).
+	PublicationCheck time.Duration
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -117,6 +123,7 @@ type Config struct {
 	rawKeepOrder      string
 	rawVerifyChunk    string
 	rawVerifyWait     string
+	rawPubCheck       string
 }
 
 // need says which settings a command requires to be present.
@@ -246,6 +253,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawKeepOrder:      v.GetString(keyKeepOrder),
 		rawVerifyChunk:    v.GetString(keyVerifyChunk),
 		rawVerifyWait:     v.GetString(keyVerifyWait),
+		rawPubCheck:       v.GetString(keyPubCheck),
 	}, nil
 }
 
@@ -408,6 +416,12 @@ func (c *Config) Validate(n need) error {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait))
 	}
 	c.VerifyWait = d
+
+	raw = orDefault(c.rawPubCheck, keyPubCheck)
+	if d, err = time.ParseDuration(raw); err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
+		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 1s to 24h, e.g. 1m, or 0s to check only at start", envName(keyPubCheck), c.rawPubCheck))
+	}
+	c.PublicationCheck = d
 	switch len(errs) {
 	case 0:
 		return nil

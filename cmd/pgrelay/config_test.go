@@ -48,7 +48,7 @@ func TestConfigDefaults(t *testing.T) {
 		got.Snapshot != want.Snapshot || got.TwoPhase != want.TwoPhase || got.Streaming != want.Streaming ||
 		got.LogFormat != want.LogFormat || got.LogLevel != want.LogLevel || got.StatusInterval != want.StatusInterval ||
 		got.TargetURL != "" || got.MetricsAddr != "" || len(got.Tables) != 0 || got.TailBinary || got.KeepOrder ||
-		got.VerifyChunkRows != 0 || got.VerifyWait != 30*time.Second {
+		got.VerifyChunkRows != 0 || got.VerifyWait != 30*time.Second || got.PublicationCheck != time.Minute {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -72,6 +72,7 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("PGRELAY_KEEP_ORDER", "TRUE")
 	t.Setenv("PGRELAY_VERIFY_CHUNK_ROWS", "2500")
 	t.Setenv("PGRELAY_VERIFY_WAIT", "0s")
+	t.Setenv("PGRELAY_PUBLICATION_CHECK_INTERVAL", "0s")
 	cfg, err := loadValidated(t, needSource|needTarget)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestConfigFromEnv(t *testing.T) {
 		cfg.Snapshot != "never" || cfg.TwoPhase != "off" || cfg.Streaming != "parallel" ||
 		cfg.LogFormat != "json" || cfg.LogLevel != "debug" || cfg.MetricsAddr != ":9187" ||
 		cfg.StatusInterval != 2*time.Second || !cfg.TailBinary || cfg.CopyWorkers != 6 || !cfg.KeepOrder ||
-		cfg.VerifyChunkRows != 2500 || cfg.VerifyWait != 0 {
+		cfg.VerifyChunkRows != 2500 || cfg.VerifyWait != 0 || cfg.PublicationCheck != 0 {
 		t.Fatalf("got %+v", cfg)
 	}
 }
@@ -136,6 +137,8 @@ func TestConfigErrors(t *testing.T) {
 			`PGRELAY_VERIFY_CHUNK_ROWS="many": expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table`},
 		{"verify wait", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_VERIFY_WAIT": "-1s"}, needSource,
 			`PGRELAY_VERIFY_WAIT="-1s": expected a duration from 0s (no waiting) to 1h, e.g. 30s`},
+		{"publication check", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_PUBLICATION_CHECK_INTERVAL": "10ms"}, needSource,
+			`PGRELAY_PUBLICATION_CHECK_INTERVAL="10ms": expected a duration from 1s to 24h, e.g. 1m, or 0s to check only at start`},
 		{"source scheme", map[string]string{"PGRELAY_SOURCE_URL": "mysql://u:s3cret-pw@h/db"}, needSource,
 			`PGRELAY_SOURCE_URL="mysql://u:xxxxx@h/db": expected a postgres:// or postgresql:// URL or key=value settings, e.g. postgres://user@host:5432/db`},
 		{"source bare word", map[string]string{"PGRELAY_SOURCE_URL": "localhost"}, needSource,
@@ -238,7 +241,7 @@ func TestConfigFileUnknownKey(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_CONFIG", path)
 	_, err := loadValidated(t, needSource)
-	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir`
+	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

@@ -427,6 +427,9 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 			}
 		})
 	}
+	if !migrate && cfg.PublicationCheck > 0 {
+		g.Go(func() error { return watchPublication(applyCtx, cfg, tgt, major, log) })
+	}
 	g.Go(func() error {
 		err := apply.Run(applyCtx, st, source.NewDecoder(opts.Proto), applier)
 		if errors.Is(err, apply.ErrStop) || applyCtx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
@@ -480,6 +483,49 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		return errMigrateInterrupted
 	}
 	return nil
+}
+
+// watchPublication repeats, every PGRELAY_PUBLICATION_CHECK_INTERVAL while
+// replicate streams, the check each start makes: that the publication
+// publishes each copied table as it did when the table was copied (its row
+// filter, its partitions). A change stops replicate: the stream carries
+// changes under the new definition but never the rows it newly covers or no
+// longer covers, so the target would go on diverging without a word. A check
+// that cannot be made (the source away, a lock held) is only logged.
+func watchPublication(ctx context.Context, cfg *Config, tgt target, major int, log *slog.Logger) error {
+	tick := time.NewTicker(cfg.PublicationCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		err := checkPublicationNow(ctx, cfg, tgt, major)
+		var changed *publicationChangedError
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.As(err, &changed):
+			return err
+		default:
+			log.Warn("could not check whether the publication changed since the copy", "publication", cfg.Publication, "error", err.Error())
+		}
+	}
+}
+
+// checkPublicationNow is one check of watchPublication, on a source
+// connection of its own (the session's serves the applier).
+func checkPublicationNow(ctx context.Context, cfg *Config, tgt target, major int) error {
+	states, err := tgt.TableStates(ctx, cfg.Slot)
+	if err != nil {
+		return err
+	}
+	conn, err := connectTo(ctx, "source", cfg.SourceURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return publicationUnchanged(ctx, conn, cfg.Publication, major, states)
 }
 
 // errMigrateInterrupted ends a migrate stopped by a signal: what is on the

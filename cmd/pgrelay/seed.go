@@ -470,6 +470,18 @@ func (s *seeder) allTables(ctx context.Context) (bool, error) {
 // a table published through its root. The copied rows then do not match what
 // the publication publishes, and no change in the stream repairs that.
 func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) error {
+	err := publicationUnchanged(ctx, s.srcConn, s.cfg.Publication, s.major, states)
+	if source.IsLockTimeout(err) {
+		s.log.Warn("could not check whether the publication changed since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
+		return nil
+	}
+	return err
+}
+
+// publicationUnchanged compares what publication publishes of each copied
+// table now with what it published when the table was copied (states), on
+// conn, and returns an error naming the tables it publishes otherwise.
+func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication string, major int, states []sink.TableState) error {
 	stored := map[string]string{}
 	for _, st := range states {
 		if st.PublishedAs != "" {
@@ -480,15 +492,11 @@ func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) e
 		return nil
 	}
 	var published []source.PublishedTable
-	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
+	err := source.WithLockTimeout(ctx, conn, 10*time.Second, func(tx pgx.Tx) error {
 		var err error
-		published, err = source.ReadPublishedShapes(ctx, tx, s.cfg.Publication, s.major)
+		published, err = source.ReadPublishedShapes(ctx, tx, publication, major)
 		return err
 	})
-	if source.IsLockTimeout(err) {
-		s.log.Warn("could not check whether the publication changed since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
-		return nil
-	}
 	if err != nil {
 		return err
 	}
@@ -502,6 +510,17 @@ func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) e
 	if len(changed) == 0 {
 		return nil
 	}
-	return fmt.Errorf("publication %q publishes tables otherwise than when they were copied, so the target holds other rows than it publishes: %s; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always",
-		s.cfg.Publication, strings.Join(changed, "; "))
+	return &publicationChangedError{publication: publication, changed: changed}
+}
+
+// publicationChangedError names the copied tables a publication now
+// publishes otherwise than when they were copied.
+type publicationChangedError struct {
+	publication string
+	changed     []string
+}
+
+func (e *publicationChangedError) Error() string {
+	return fmt.Sprintf("publication %q publishes tables otherwise than when they were copied, so the target holds other rows than it publishes: %s; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always",
+		e.publication, strings.Join(e.changed, "; "))
 }
