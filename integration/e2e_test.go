@@ -765,7 +765,7 @@ func TestE2EKeepOrder(t *testing.T) {
 // to as replicated, one not written to yet as waiting.
 func TestE2EStatusTables(t *testing.T) {
 	e := e2ePair(t, 15)
-	e.src.Exec(t, "CREATE TABLE st_copied (id int PRIMARY KEY); INSERT INTO st_copied VALUES (1), (2)")
+	e.src.Exec(t, "CREATE TABLE st_copied (id int PRIMARY KEY); INSERT INTO st_copied VALUES (1), (2); CREATE TABLE st_gone (id int PRIMARY KEY)")
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
 	e.src.Exec(t, "CREATE TABLE st_later (id int PRIMARY KEY); INSERT INTO st_later VALUES (1); CREATE TABLE st_empty (id int PRIMARY KEY)")
@@ -784,6 +784,15 @@ func TestE2EStatusTables(t *testing.T) {
 	text := e.mustRun(time.Minute, "status")
 	if out := strings.Join(text.out.all(), "\n"); !strings.Contains(out, "public.st_later") || !strings.Contains(out, "replicated") {
 		t.Errorf("status text does not list public.st_later as replicated:\n%s", out)
+	}
+	// A copied table the publication no longer publishes says so.
+	e.src.Exec(t, "DROP TABLE st_gone")
+	st, raw = e.status(t)
+	for _, tb := range st.Tables {
+		got[tb.Table] = tb.State
+	}
+	if got["public.st_gone"] != "unpublished" || got["public.st_copied"] != "indexed" {
+		t.Errorf("status after public.st_gone was dropped on the source: %q and %q, want unpublished and indexed; status:\n%s", got["public.st_gone"], got["public.st_copied"], raw)
 	}
 	// A slot with nothing applied has no lag to report, not the whole WAL.
 	other := *e

@@ -46,8 +46,9 @@ type statusReport struct {
 // (pending, copying, copied, indexed) for a table the snapshot copied;
 // "replicated" for a published table that was not copied and whose changes
 // pgrelay has applied since (it is known on the target); "waiting" for a
-// published table neither copied nor seen in the stream yet. Rows and Bytes
-// are the snapshot copy's.
+// published table neither copied nor seen in the stream yet; "unpublished"
+// for a table the snapshot copied that the publication no longer publishes.
+// Rows and Bytes are the snapshot copy's.
 type tableState struct {
 	Table  string `json:"table"`
 	State  string `json:"state"`
@@ -71,6 +72,17 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 	}
 	if err != nil {
 		return err
+	}
+	publishes := map[string]bool{}
+	for _, p := range published {
+		publishes[p.Schema+"."+p.Name] = true
+	}
+	for i := range r.Tables {
+		if !publishes[r.Tables[i].Table] {
+			// Copied once, since dropped from the publication (or the
+			// table dropped): its target rows are no longer kept in step.
+			r.Tables[i].State = "unpublished"
+		}
 	}
 	for _, p := range published {
 		t := p.Schema + "." + p.Name
