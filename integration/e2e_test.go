@@ -1840,14 +1840,40 @@ func TestE2EColumnListChanged(t *testing.T) {
 		INSERT INTO cl SELECT g, 'a' || g, g, 'd' || g FROM generate_series(1, 20) g;
 		CREATE PUBLICATION `+e.pub+` FOR TABLE cl (id, a, d)`)
 	e.mustRun(3*time.Minute, "migrate")
+
+	// Narrowed while replicate runs, between publication checks: apply stops
+	// before the target drops the column.
+	unwatched := *e
+	unwatched.extra = append(slices.Clone(e.extra), "PGRELAY_PUBLICATION_CHECK_INTERVAL=0s")
+	p := unwatched.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
 	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE cl (id, a)")
 	e.src.Exec(t, "UPDATE cl SET a = 'changed' WHERE id = 1")
-	p, code := e.run(2*time.Minute, "migrate")
-	if code == 0 || !strings.Contains(p.logs(), "no longer publishes d") || !strings.Contains(p.logs(), "PGRELAY_SNAPSHOT=always") {
-		t.Fatalf("migrate exited %d after the column list lost d, want 1 naming it; log:\n%s", code, p.logs())
+	if code := p.wait(t, 2*time.Minute); code == 0 || !strings.Contains(p.logs(), "no longer publishes d") || !strings.Contains(p.logs(), "PGRELAY_SNAPSHOT=always") {
+		t.Fatalf("replicate exited %d after the column list lost d, want 1 naming it; log:\n%s", code, p.logs())
 	}
 	if got := e.tgt.QueryString(t, "SELECT count(d) FROM public.cl"); got != "20" {
 		t.Errorf("the target kept %s values of d, want all 20", got)
+	}
+	// At a start, the publication check names the change first.
+	p, code := e.run(2*time.Minute, "migrate")
+	if code == 0 || !strings.Contains(p.logs(), "public.cl (copied with filter: ; column list: attnums 1, 2, 4; now filter: ; column list: attnums 1, 2)") {
+		t.Fatalf("migrate exited %d after the column list lost d, want 1 naming the change; log:\n%s", code, p.logs())
+	}
+
+	// Widened: b's values were never copied, and the stream would leave them
+	// at the default. The start refuses, and a new copy brings them.
+	always := *e
+	always.extra = append(slices.Clone(e.extra), "PGRELAY_SNAPSHOT=always")
+	always.mustRun(3*time.Minute, "migrate")
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE cl (id, a, b)")
+	p, code = e.run(2*time.Minute, "migrate")
+	if code == 0 || !strings.Contains(p.logs(), "public.cl (copied with filter: ; column list: attnums 1, 2; now filter: ; column list: attnums 1, 2, 3)") {
+		t.Fatalf("migrate exited %d after the column list gained b, want 1 naming the change; log:\n%s", code, p.logs())
+	}
+	always.mustRun(3*time.Minute, "migrate")
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.cl WHERE b = id"); got != "20" {
+		t.Errorf("%s rows of the target have the source's b, want all 20", got)
 	}
 }
 
@@ -1872,7 +1898,7 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 
 	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE pc_parts, pc_f WHERE (k > 6)")
 	p, code := e.run(2*time.Minute, "migrate")
-	if code == 0 || !strings.Contains(p.logs(), "public.pc_f (copied with filter: (k > 4); now filter: (k > 6))") {
+	if code == 0 || !strings.Contains(p.logs(), "public.pc_f (copied with filter: (k > 4); column list: none; now filter: (k > 6); column list: none)") {
 		t.Fatalf("migrate exited %d after the row filter changed, want 1 naming the change; log:\n%s", code, p.logs())
 	}
 	always := *e
@@ -1883,7 +1909,7 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 
 	e.src.Exec(t, "ALTER TABLE pc_parts DETACH PARTITION pc_high")
 	p, code = e.run(2*time.Minute, "migrate")
-	if code == 0 || !strings.Contains(p.logs(), "public.pc_parts (copied with filter: ; partitions: public.pc_high, public.pc_low; now filter: ; partitions: public.pc_low)") {
+	if code == 0 || !strings.Contains(p.logs(), "public.pc_parts (copied with filter: ; partitions: public.pc_high, public.pc_low; column list: none; now filter: ; partitions: public.pc_low; column list: none)") {
 		t.Errorf("migrate exited %d after a partition was detached, want 1 naming the change; log:\n%s", code, p.logs())
 	}
 
@@ -1901,7 +1927,7 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 		t.Fatalf("replicate exited %d with the publication unchanged; log:\n%s", p.code(), p.logs())
 	}
 	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE pc_parts, pc_f WHERE (k > 2)")
-	if code := p.wait(t, time.Minute); code == 0 || !strings.Contains(p.logs(), "public.pc_f (copied with filter: (k > 6); now filter: (k > 2))") {
+	if code := p.wait(t, time.Minute); code == 0 || !strings.Contains(p.logs(), "public.pc_f (copied with filter: (k > 6); column list: none; now filter: (k > 2); column list: none)") {
 		t.Errorf("replicate exited %d after the row filter changed while it ran, want 1 naming the change; log:\n%s", code, p.logs())
 	}
 }

@@ -23,6 +23,9 @@ var ErrColumnListChanged = errors.New("the publication's column list changed")
 // other way round cannot be told from a column added on the source while
 // pgrelay lagged, whose facts were read before its Relation message came.)
 func columnListChange(prev, t *Table) error {
+	if t.Recopy {
+		return nil
+	}
 	var gone []string
 	for i := range prev.Columns {
 		c := &prev.Columns[i]

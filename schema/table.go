@@ -150,6 +150,11 @@ type Table struct {
 	// recursively, domain bases, array elements, composite attributes, range
 	// subtypes), dependencies first: the order to create them on a target.
 	Types []*Type
+	// Recopy marks a version of the table that a snapshot copy is about to
+	// load into the emptied target table: a column the publication's column
+	// list left out is then dropped like a column dropped from the table (its
+	// values are copied anew anyway). Never stored.
+	Recopy bool `json:"-"`
 }
 
 // Column returns the column named name, or nil.

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -31,12 +32,16 @@ type PublishedTable struct {
 	// partition or one that is not a plain table (a foreign table): the copy
 	// then reads the root as one.
 	Parts []Part
+	// ColumnList is the publication's column list of the table (PostgreSQL
+	// 15+), as attribute numbers, which a column rename leaves alone; nil when
+	// the publication has none for it (every column is published).
+	ColumnList []int16
 }
 
-// Shape is what the publication publishes of the table beyond its columns,
-// which the stream never carries: its row filter and, for a partitioned table
-// published through its root, its partitions. Rows copied under one shape do
-// not match another.
+// Shape is what the publication publishes of the table that the stream never
+// carries: its row filter, its column list (a column it adds has no values in
+// the rows already copied) and, for a partitioned table published through its
+// root, its partitions. Rows copied under one shape do not match another.
 func (p PublishedTable) Shape() string {
 	var b strings.Builder
 	b.WriteString("filter: " + p.RowFilter)
@@ -47,8 +52,24 @@ func (p PublishedTable) Shape() string {
 		}
 		b.WriteString("; partitions: " + strings.Join(names, ", "))
 	}
+	b.WriteString(ShapeColumnList)
+	if p.ColumnList == nil {
+		b.WriteString("none")
+	} else {
+		b.WriteString("attnums ")
+		for i, n := range p.ColumnList {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Itoa(int(n)))
+		}
+	}
 	return b.String()
 }
+
+// ShapeColumnList starts the column list's part of a Shape. Shapes stored
+// before it was part of them lack it.
+const ShapeColumnList = "; column list: "
 
 // Part is a leaf partition of a published partitioned table.
 type Part struct {
@@ -82,13 +103,17 @@ func readPublished(ctx context.Context, q interface {
 }, publication string, major int, columns bool) ([]PublishedTable, error) {
 	// attnames (published column list) exists from 15; generated columns are not
 	// published before 18 (and we do not copy them: the target computes its own).
-	colList, rowFilter := "NULL::text[]", "NULL::text"
+	colList, rowFilter, prattrs := "NULL::text[]", "NULL::text", "NULL::int2[]"
 	if major >= 15 {
 		colList, rowFilter = "pt.attnames", "pt.rowfilter"
+		// pt.attnames lists every column when there is no column list.
+		prattrs = `(SELECT pr.prattrs::int2[] FROM pg_catalog.pg_publication_rel pr
+         JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid
+         WHERE p.pubname = pt.pubname AND pr.prrelid = c.oid AND pr.prattrs IS NOT NULL LIMIT 1)`
 	}
 	sql := `
 SELECT c.oid, n.nspname, c.relname, c.relreplident::text, c.relpages::int8,
-       pg_catalog.pg_table_size(c.oid), ` + colList + `, ` + rowFilter + `, c.relkind = 'p'
+       pg_catalog.pg_table_size(c.oid), ` + colList + `, ` + rowFilter + `, c.relkind = 'p', ` + prattrs + `
 FROM pg_catalog.pg_publication_tables pt
 JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
 JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
@@ -105,11 +130,12 @@ ORDER BY n.nspname, c.relname`
 		attnames       []string
 		rowFilter      *string
 		partitioned    bool
+		prattrs        []int16
 	}
 	var heads []head
 	for rows.Next() {
 		var h head
-		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames, &h.rowFilter, &h.partitioned); err != nil {
+		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames, &h.rowFilter, &h.partitioned, &h.prattrs); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("source: list tables of publication %q: %w", publication, err)
 		}
@@ -148,7 +174,7 @@ ORDER BY a.attnum`
 				return nil, fmt.Errorf("source: read columns of %s.%s: %w", h.nsp, h.name, err)
 			}
 		}
-		pt := PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names, Partitioned: h.partitioned}
+		pt := PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names, Partitioned: h.partitioned, ColumnList: h.prattrs}
 		if h.rowFilter != nil {
 			pt.RowFilter = *h.rowFilter
 		}

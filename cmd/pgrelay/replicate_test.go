@@ -42,3 +42,23 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+func TestShapeDiffers(t *testing.T) {
+	for _, c := range []struct {
+		was, now, compared string
+		differs            bool
+	}{
+		{"filter: ; column list: none", "filter: ; column list: none", "filter: ; column list: none", false},
+		{"filter: ; column list: attnums 1, 2", "filter: ; column list: attnums 1, 2, 3", "filter: ; column list: attnums 1, 2, 3", true},
+		{"filter: ; column list: none", "filter: ; column list: attnums 1, 2", "filter: ; column list: attnums 1, 2", true},
+		// Stored by a pgrelay whose shapes had no column list.
+		{"filter: (k > 4)", "filter: (k > 4); column list: attnums 1, 2", "filter: (k > 4)", false},
+		{"filter: (k > 4)", "filter: (k > 6); column list: none", "filter: (k > 6)", true},
+		{"filter: ; partitions: public.a", "filter: ; partitions: public.a, public.b; column list: none", "filter: ; partitions: public.a, public.b", true},
+	} {
+		compared, differs := shapeDiffers(c.was, c.now)
+		if compared != c.compared || differs != c.differs {
+			t.Errorf("shapeDiffers(%q, %q) = %q, %v; want %q, %v", c.was, c.now, compared, differs, c.compared, c.differs)
+		}
+	}
+}

@@ -302,7 +302,10 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 		out = append(out, snapshot.Table{Table: t, Published: pt, Clean: true})
 	}
 	for _, i := range rowTypesFirst(out) {
-		if err := s.tgt.EnsureTable(ctx, out[i].Table, nil); err != nil {
+		// Its target rows are replaced: the columns are the publication's now.
+		recopy := *out[i].Table
+		recopy.Recopy = true
+		if err := s.tgt.EnsureTable(ctx, &recopy, nil); err != nil {
 			return nil, snap, err
 		}
 	}
@@ -503,14 +506,28 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 	var changed []string
 	for _, pt := range published {
 		name := pt.Relation.Namespace + "." + pt.Relation.Name
-		if was, ok := stored[name]; ok && was != pt.Shape() {
-			changed = append(changed, fmt.Sprintf("%s (copied with %s; now %s)", name, was, pt.Shape()))
+		was, ok := stored[name]
+		if !ok {
+			continue
+		}
+		if now, differs := shapeDiffers(was, pt.Shape()); differs {
+			changed = append(changed, fmt.Sprintf("%s (copied with %s; now %s)", name, was, now))
 		}
 	}
 	if len(changed) == 0 {
 		return nil
 	}
 	return &publicationChangedError{publication: publication, changed: changed}
+}
+
+// shapeDiffers compares a table's stored Shape with its shape now, which it
+// returns as compared: without the column list when the stored one was
+// recorded before shapes held it.
+func shapeDiffers(was, now string) (string, bool) {
+	if !strings.Contains(was, source.ShapeColumnList) {
+		now, _, _ = strings.Cut(now, source.ShapeColumnList)
+	}
+	return now, was != now
 }
 
 // publicationChangedError names the copied tables a publication now
