@@ -24,10 +24,11 @@ all: build
 build:
 	$(GO) build -o bin/pgrelay ./cmd/pgrelay
 
-## setup: fetch the PostgreSQL servers of TEST_MAJORS and install MariaDB
+## setup: fetch the PostgreSQL servers of TEST_MAJORS, install MariaDB and the tests' locales
 setup:
 	bash scripts/fetch-postgres.sh $(call majors,$(TEST_MAJORS))
 	bash scripts/install-mariadb.sh
+	bash scripts/install-locales.sh
 
 ## test: unit and integration tests, race detector on, PostgreSQL 15, 17 and 18 (pgoutput protocols 3 and 4)
 test: setup

@@ -805,6 +805,66 @@ func TestE2EStatusTables(t *testing.T) {
 	}
 }
 
+// TestE2EEncodingsAndMoneyLocale: databases in LATIN1 on either side hold the
+// same characters as their UTF8 peer, through the copy and the stream (pgrelay
+// talks UTF8 to both, and each server converts), and verify compares them as
+// characters, not bytes. money keeps its stored amount when lc_monetary
+// differs between the databases (de_DE writes "1.234,56 €", C "$1,234.56").
+func TestE2EEncodingsAndMoneyLocale(t *testing.T) {
+	major := harness.Majors()[0]
+	for _, c := range []struct {
+		name         string
+		srcEnc       string // "" = the server's UTF8
+		tgtEnc       string
+		srcLC, tgtLC string // lc_monetary
+	}{
+		{name: "latin1 source", srcEnc: "LATIN1", srcLC: "C", tgtLC: "de_DE.UTF-8"},
+		{name: "latin1 target", tgtEnc: "LATIN1", srcLC: "de_DE.UTF-8", tgtLC: "C"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var srcOpts, tgtOpts []harness.PGOption
+			if c.srcEnc != "" {
+				srcOpts = append(srcOpts, harness.WithEncoding(c.srcEnc))
+			}
+			if c.tgtEnc != "" {
+				tgtOpts = append(tgtOpts, harness.WithEncoding(c.tgtEnc))
+			}
+			src := harness.Postgres(t, major, srcOpts...)
+			tgt := harness.Postgres(t, e2eTargetMajor, tgtOpts...)
+			e := e2eNewEnv(t, src, tgt)
+			for _, side := range []struct {
+				pg *harness.PG
+				lc string
+			}{{src, c.srcLC}, {tgt, c.tgtLC}} {
+				side.pg.Exec(t, "ALTER DATABASE "+pgx.Identifier{side.pg.DB}.Sanitize()+" SET lc_monetary = '"+side.lc+"'")
+			}
+			// chr() makes the character of that code point in the database's
+			// encoding; chr(195) || chr(169) is "Ã©", whose LATIN1 bytes are
+			// UTF8's for "é": passed on as bytes, it would turn into "é".
+			const rows = `INSERT INTO enc VALUES ($1, chr(233) || 't' || chr(252), chr(233), ($1 * 100000 + 1234.56)::numeric::money),
+				($1 + 1, chr(195) || chr(169), chr(216), (-$1 - 0.01)::numeric::money)`
+			src.Exec(t, "CREATE TABLE enc (id int PRIMARY KEY, t text, c char(2), m money)")
+			src.Exec(t, rows, 1)
+			e.mustRun(3*time.Minute, "migrate")
+			src.Exec(t, rows, 10)
+			src.Exec(t, "UPDATE enc SET m = m + 1::numeric::money, t = t || chr(241) WHERE id = 1")
+			e.mustRun(3*time.Minute, "migrate")
+			// Each character as its code point, money as its amount.
+			const q = `SELECT string_agg(id || ':' || (SELECT string_agg(ascii(ch)::text, ' ') FROM regexp_split_to_table(t || '|' || c, '') ch) || ':' || (m::numeric)::text, ', ' ORDER BY id) FROM public.enc`
+			want := "1:233 116 252 241 124 233:101235.56, 2:195 169 124 216:-1.01, 10:233 116 252 124 233:1001234.56, 11:195 169 124 216:-10.01"
+			if got := src.QueryString(t, q); got != want {
+				t.Fatalf("source holds %s, want %s", got, want)
+			}
+			if got := tgt.QueryString(t, q); got != want {
+				t.Errorf("target holds %s\nsource holds %s", got, want)
+			}
+			if r, p, code := e.verify(t, 2*time.Minute); code != 0 {
+				t.Errorf("verify exited %d, want 0 (equal): %+v; log:\n%s", code, r, p.logs())
+			}
+		})
+	}
+}
+
 // TestE2ESourceDateStyle: a source database whose DateStyle is "SQL, DMY" and
 // IntervalStyle sql_standard: pgrelay's source sessions, the walsender's
 // included, write ISO dates and postgres-style intervals, so the target reads

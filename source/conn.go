@@ -305,6 +305,14 @@ var sessionParams = map[string]string{
 	"DateStyle":          "ISO, YMD",
 	"IntervalStyle":      "postgres",
 	"extra_float_digits": "3", // exact floats from sources before 12 too
+	// Text in UTF8 whatever the database's encoding (the server converts,
+	// text values and names alike, in the stream and in COPY): otherwise a
+	// LATIN1 database's bytes reach a UTF8 target as they are.
+	"client_encoding": "UTF8",
+	// money prints in the C locale's form, which target sessions read
+	// (sink/postgres pins the same): the amount's stored integer is the same
+	// on both sides, whatever lc_monetary each database has.
+	"lc_monetary": "C",
 }
 
 func setSessionParams(params *map[string]string) {

@@ -169,7 +169,7 @@ func TestCompositeKeySQL(t *testing.T) {
 	if sql != want {
 		t.Errorf("first boundary:\n got %s\nwant %s", sql, want)
 	}
-	sql, args = rowsSQL(st, Range{}, []Key{{"eu", "1"}, {"us", "2"}})
+	sql, args = rowsSQL(st, Range{}, []Key{{"eu", "1"}, {"us", "2"}}, false)
 	want = `SELECT "region"::text AS k0, "n"::text AS k1, pg_catalog.md5(ROW("region", "n", "v"::numeric)::text) FROM ONLY "s"."t" WHERE ("region", "n") IN (SELECT u.c0::text, u.c1::bigint FROM unnest($1::text[], $2::text[]) AS u(c0, c1)) ORDER BY "region" COLLATE "C", "n"`
 	if sql != want || len(args) != 2 || !slices.Equal(args[0].([]string), []string{"eu", "us"}) || !slices.Equal(args[1].([]string), []string{"1", "2"}) {
 		t.Errorf("rows by key:\n got %s %v\nwant %s", sql, args, want)
@@ -244,11 +244,11 @@ func TestFilteredPartitionedSQL(t *testing.T) {
 	if sql != want {
 		t.Errorf("boundary:\n got %s\nwant %s", sql, want)
 	}
-	sql, _ = rowsSQL(st, Range{From: Key{"1"}}, nil)
+	sql, _ = rowsSQL(st, Range{From: Key{"1"}}, nil, false)
 	if want := ` FROM "public"."Orders" WHERE ("id") > ($1::text::integer) AND ("price" > 0) ORDER BY "id"`; !strings.HasSuffix(sql, want) {
 		t.Errorf("rows:\n got %s\nwant …%s", sql, want)
 	}
-	sql, _ = rowsSQL(st, Range{}, []Key{{"1"}})
+	sql, _ = rowsSQL(st, Range{}, []Key{{"1"}}, false)
 	if want := `FROM unnest($1::text[]) AS u(c0)) AND ("price" > 0) ORDER BY "id"`; !strings.HasSuffix(sql, want) {
 		t.Errorf("rows by key:\n got %s\nwant …%s", sql, want)
 	}

@@ -21,7 +21,8 @@ import (
 // hash alike exactly when every value prints alike. Both sessions pin what
 // printing depends on (sessionSQL); float4/float8 values are hashed in their
 // binary form (float8send), which does not depend on extra_float_digits and
-// the server version's float printing, money as numeric (lc_monetary). Key
+// the server version's float printing, money as numeric in the C locale (the
+// stored amount, whatever lc_monetary each database has). Key
 // values travel between the servers in text and are read back with
 // $n::text::<type>, which every type's input function accepts.
 
@@ -30,7 +31,7 @@ import (
 // input then takes the fragments the source may hold); the session only reads.
 const sessionSQL = `SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; SET TimeZone = 'UTC';
 SET extra_float_digits = 3; SET bytea_output = 'hex'; SET search_path = pg_catalog, pg_temp; SET xmloption = content;
-SET default_transaction_read_only = on; SET application_name = 'pgrelay verify';
+SET default_transaction_read_only = on; SET application_name = 'pgrelay verify'; SET client_encoding = 'UTF8'; SET lc_monetary = 'C';
 SET lock_timeout = '` + lockTimeout + `'`
 
 // lockTimeout bounds the wait for a table another session holds locked (DDL in
@@ -62,6 +63,9 @@ type postgresSide struct {
 	// read; posArg is its parameter ("" when none).
 	position string
 	posArg   string
+	// toUTF8 hashes rows' text converted to UTF8: the database's encoding is
+	// another, and the other side's text of the same values would be UTF8.
+	toUTF8 bool
 }
 
 // PostgresSource is a PostgreSQL source.
@@ -84,15 +88,15 @@ func newPostgresSide(ctx context.Context, conn *pgx.Conn, side string) (postgres
 	if _, err := conn.Exec(ctx, sessionSQL); err != nil {
 		return postgresSide{}, fmt.Errorf("%s: verify session settings: %w", side, err)
 	}
-	var num string
-	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')").Scan(&num); err != nil {
+	var num, enc string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num'), current_setting('server_encoding')").Scan(&num, &enc); err != nil {
 		return postgresSide{}, fmt.Errorf("%s: read server version: %w", side, err)
 	}
 	n, err := strconv.Atoi(num)
 	if err != nil {
 		return postgresSide{}, fmt.Errorf("%s: server_version_num %q: %w", side, num, err)
 	}
-	return postgresSide{conn: conn, major: n / 10000}, nil
+	return postgresSide{conn: conn, major: n / 10000, toUTF8: enc != "UTF8"}, nil
 }
 
 // Major is the server's major version.
@@ -339,8 +343,9 @@ func filtered(t *SideTable, where string) string {
 	}
 }
 
-// rowHash is the SQL of one row's hash.
-func rowHash(t *SideTable) string {
+// rowHash is the SQL of one row's hash; toUTF8 hashes the row's text
+// converted to UTF8 (a database of another encoding).
+func rowHash(t *SideTable, toUTF8 bool) string {
 	vals := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
 		q := quoteIdent(c.Name)
@@ -354,7 +359,11 @@ func rowHash(t *SideTable) string {
 		}
 		vals[i] = q
 	}
-	return "pg_catalog.md5(ROW(" + strings.Join(vals, ", ") + ")::text)"
+	row := "ROW(" + strings.Join(vals, ", ") + ")::text"
+	if toUTF8 {
+		row = "pg_catalog.convert_to(" + row + ", 'UTF8')"
+	}
+	return "pg_catalog.md5(" + row + ")"
 }
 
 // keyColumns is the key in the comparison's order, each column with the
@@ -440,10 +449,10 @@ func (s *postgresSide) summarizeSQL(t *SideTable, r Range) (string, []any) {
 	if len(t.Key) == 0 {
 		where := rangeWhere(t, Range{}, &args)
 		return "SELECT count(*), coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::int8)::text || ' ' || sum(('x' || substr(h, 17, 16))::bit(64)::int8)::text, ''), " +
-			s.positionSQL(&args) + " FROM (SELECT " + rowHash(t) + " AS h FROM " + quotedTable(t) + where + ") r", args
+			s.positionSQL(&args) + " FROM (SELECT " + rowHash(t, s.toUTF8) + " AS h FROM " + quotedTable(t) + where + ") r", args
 	}
 	where := rangeWhere(t, r, &args)
-	return "SELECT count(*), coalesce(pg_catalog.md5(string_agg(" + rowHash(t) + ", '' ORDER BY " + keyColumns(t) + ")), ''), " +
+	return "SELECT count(*), coalesce(pg_catalog.md5(string_agg(" + rowHash(t, s.toUTF8) + ", '' ORDER BY " + keyColumns(t) + ")), ''), " +
 		s.positionSQL(&args) + " FROM " + quotedTable(t) + where, args
 }
 
@@ -484,8 +493,9 @@ func keyTexts(t *SideTable) string {
 	return strings.Join(sel, ", ")
 }
 
-// rowsSQL lists r's keys (as text) and row hashes in key order, or those of keys.
-func rowsSQL(t *SideTable, r Range, keys []Key) (string, []any) {
+// rowsSQL lists r's keys (as text) and row hashes in key order, or those of
+// keys; toUTF8 as for rowHash.
+func rowsSQL(t *SideTable, r Range, keys []Key, toUTF8 bool) (string, []any) {
 	var args []any
 	where := ""
 	if keys != nil {
@@ -493,7 +503,7 @@ func rowsSQL(t *SideTable, r Range, keys []Key) (string, []any) {
 	} else {
 		where = rangeWhere(t, r, &args)
 	}
-	return "SELECT " + keyTexts(t) + ", " + rowHash(t) + " FROM " + quotedTable(t) + where + " ORDER BY " + keyColumns(t), args
+	return "SELECT " + keyTexts(t) + ", " + rowHash(t, toUTF8) + " FROM " + quotedTable(t) + where + " ORDER BY " + keyColumns(t), args
 }
 
 // Rows implements Side, in a repeatable read transaction that reads the
@@ -507,7 +517,7 @@ func (s *postgresSide) Rows(ctx context.Context, t *SideTable, r Range, keys []K
 		set.Keys = []string{}
 	}
 	err := pgx.BeginTxFunc(ctx, s.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		sql, args := rowsSQL(t, r, keys)
+		sql, args := rowsSQL(t, r, keys, s.toUTF8)
 		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
 			return err

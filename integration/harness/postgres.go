@@ -51,6 +51,7 @@ type PGOption func(*pgOptions)
 type pgOptions struct {
 	dedicated bool
 	settings  []setting
+	encoding  string
 	err       error
 }
 
@@ -67,6 +68,19 @@ func WithSetting(name, value string) PGOption {
 		}
 		o.dedicated = true
 		o.settings = append(o.settings, setting{name, value})
+	}
+}
+
+// WithEncoding creates the database in encoding enc (e.g. "LATIN1"), with the
+// C collation, instead of the server's UTF8. Sessions from Exec, QueryString
+// and Conn still talk UTF8 (client_encoding).
+func WithEncoding(enc string) PGOption {
+	return func(o *pgOptions) {
+		if !regexp.MustCompile(`^[A-Za-z0-9_]+$`).MatchString(enc) {
+			o.err = fmt.Errorf("harness: WithEncoding(%q): not an encoding name", enc)
+			return
+		}
+		o.encoding = enc
 	}
 }
 
@@ -132,7 +146,11 @@ func Postgres(t testing.TB, major int, opts ...PGOption) *PG {
 	db := dbName(t, 63)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := srv.adminExec(ctx, "postgres", "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+	create := "CREATE DATABASE " + pgx.Identifier{db}.Sanitize()
+	if o.encoding != "" {
+		create += " ENCODING '" + o.encoding + "' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+	}
+	if err := srv.adminExec(ctx, "postgres", create); err != nil {
 		t.Fatalf("harness: create database %s on PostgreSQL %d: %v", db, major, err)
 	}
 	p := &PG{
@@ -236,7 +254,7 @@ func (p *PG) Conn(t testing.TB) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, p.URL())
+	conn, err := pgx.Connect(ctx, p.URL()+"&client_encoding=UTF8")
 	if err != nil {
 		t.Fatalf("harness: connect to PostgreSQL %d database %s: %v", p.Major, p.DB, err)
 	}
@@ -300,7 +318,7 @@ func (p *PG) withConn(ctx context.Context, f func(*pgx.Conn) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conn == nil || p.conn.IsClosed() {
-		conn, err := pgx.Connect(ctx, p.URL())
+		conn, err := pgx.Connect(ctx, p.URL()+"&client_encoding=UTF8")
 		if err != nil {
 			return err
 		}

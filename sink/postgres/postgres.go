@@ -150,6 +150,11 @@ var sessionParams = map[string]string{
 	// database's or role's default: the source holds fragments the copy and
 	// apply must take.
 	"xmloption": "content",
+	// Source sessions send UTF8 and money in the C locale's form
+	// (source.sessionParams); the target converts to its database's encoding
+	// and reads money back to the same stored amount.
+	"client_encoding": "UTF8",
+	"lc_monetary":     "C",
 }
 
 // Sink applies changes to a PostgreSQL target.
