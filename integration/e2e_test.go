@@ -1619,6 +1619,29 @@ func TestE2ETableAddedToPublication(t *testing.T) {
 	}
 }
 
+// TestE2EUnloggedTableMadeLogged: an unlogged table, which no publication
+// publishes, made SET LOGGED while pgrelay was stopped joins a FOR ALL TABLES
+// publication with the rows it holds, which no stream carries: the next start
+// copies it. (A table created meanwhile, still empty, is left to the stream.)
+func TestE2EUnloggedTableMadeLogged(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE ul_other (id int PRIMARY KEY);
+		CREATE UNLOGGED TABLE ul (id int PRIMARY KEY, v text); INSERT INTO ul SELECT g, 'old' FROM generate_series(1, 3) g`)
+	e.mustRun(3*time.Minute, "migrate")
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 'ul'"); got != "0" {
+		t.Fatalf("the unlogged table was created on the target")
+	}
+	e.src.Exec(t, "ALTER TABLE ul SET LOGGED; INSERT INTO ul VALUES (10, 'new'); CREATE TABLE ul_later (id int PRIMARY KEY)")
+	p := e.mustRun(3*time.Minute, "migrate")
+	p.waitLog(t, "tables were added to the publication since the snapshot copy: copying them", 0)
+	e.src.Exec(t, "UPDATE ul SET v = 'upd' WHERE id = 1; INSERT INTO ul_later VALUES (1)")
+	e.mustRun(3*time.Minute, "migrate")
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(id || v, ',' ORDER BY id) FROM public.ul"); got != "1upd,2old,3old,10new" {
+		t.Errorf("target ul holds %s, want 1upd,2old,3old,10new", got)
+	}
+}
+
 // A publication of the user's own that publishes a partitioned table through
 // its root (publish_via_partition_root) and another table with a row filter
 // (15+): the snapshot copies the root's rows from its partitions and only the

@@ -411,9 +411,7 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 // how many of them the target has not.
 func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, []source.PublishedName, int, error) {
 	allTables, err := s.allTables(ctx)
-	if err != nil || allTables {
-		// A table joins a FOR ALL TABLES publication only by being
-		// created, and the stream then carries all its rows.
+	if err != nil {
 		return nil, nil, 0, err
 	}
 	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
@@ -454,9 +452,40 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map
 			done[name] = true
 			continue
 		}
+		if allTables {
+			// A table joins a FOR ALL TABLES publication by being created,
+			// and the stream then carries all its rows; but an unlogged
+			// table made SET LOGGED joins with the rows it has. Copy the
+			// unknown ones that hold rows (a copy is right either way: the
+			// stream's changes from before it are skipped).
+			empty, err := s.emptyTable(ctx, p)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			if empty {
+				done[name] = true
+				continue
+			}
+		}
 		added++
 	}
 	return done, published, added, nil
+}
+
+// emptyTable reports whether the source table p holds no row now. A table
+// locked for long counts as not empty.
+func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, error) {
+	var has bool
+	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM ONLY "+pgx.Identifier{p.Schema, p.Name}.Sanitize()+")").Scan(&has)
+	})
+	if source.IsLockTimeout(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("source: read %s.%s: %w", p.Schema, p.Name, err)
+	}
+	return !has, nil
 }
 
 // allTables reports whether the publication is FOR ALL TABLES.
