@@ -305,8 +305,13 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 		where.WriteString("true")
 	}
 	if ts.full {
-		// Without a key several rows may hold the same values: touch exactly one.
-		b.WriteString(" WHERE ctid = (SELECT ctid FROM " + ts.qname + " WHERE " + where.String() + " LIMIT 1)")
+		// Without a key several rows may hold the same values: touch exactly
+		// one, preferring one no other transaction holds. A prepared
+		// transaction applied before may hold one of identical rows, whose
+		// twin the source changed meanwhile; waiting for its lock would wait
+		// for a COMMIT PREPARED that comes later in the stream.
+		find := "SELECT ctid FROM " + ts.qname + " WHERE " + where.String() + " LIMIT 1"
+		b.WriteString(" WHERE ctid = coalesce((" + find + " FOR UPDATE SKIP LOCKED), (" + find + "))")
 	} else {
 		b.WriteString(" WHERE " + where.String())
 	}
