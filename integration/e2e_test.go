@@ -1646,26 +1646,36 @@ func TestE2EFullIdentityTwinPrepared(t *testing.T) {
 	}
 }
 
-// TestE2EUnloggedTableMadeLogged: an unlogged table, which no publication
-// publishes, made SET LOGGED while pgrelay was stopped joins a FOR ALL TABLES
-// publication with the rows it holds, which no stream carries: the next start
-// copies it. (A table created meanwhile, still empty, is left to the stream.)
-func TestE2EUnloggedTableMadeLogged(t *testing.T) {
-	e := e2ePair(t, harness.Majors()[0])
-	e.src.Exec(t, `CREATE TABLE ul_other (id int PRIMARY KEY);
-		CREATE UNLOGGED TABLE ul (id int PRIMARY KEY, v text); INSERT INTO ul SELECT g, 'old' FROM generate_series(1, 3) g`)
-	e.mustRun(3*time.Minute, "migrate")
-	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 'ul'"); got != "0" {
-		t.Fatalf("the unlogged table was created on the target")
+// TestE2ECatalogAheadOfPrepared: pgrelay restarts while the target holds a
+// prepared transaction on a table; by then the source has committed it and
+// dropped a column default, so the catalog pgrelay reads is ahead of the
+// stream. Altering the table at its first change would wait for the
+// prepared transaction, whose COMMIT PREPARED comes later in the stream, for
+// ever; the default follows at the table's next schema message instead.
+func TestE2ECatalogAheadOfPrepared(t *testing.T) {
+	major := harness.Majors()[len(harness.Majors())-1]
+	if major < 15 {
+		t.Skipf("two-phase decoding needs PostgreSQL 15+, the newest major here is %d", major)
 	}
-	e.src.Exec(t, "ALTER TABLE ul SET LOGGED; INSERT INTO ul VALUES (10, 'new'); CREATE TABLE ul_later (id int PRIMARY KEY)")
-	p := e.mustRun(3*time.Minute, "migrate")
-	p.waitLog(t, "tables were added to the publication since the snapshot copy: copying them", 0)
-	e.src.Exec(t, "UPDATE ul SET v = 'upd' WHERE id = 1; INSERT INTO ul_later VALUES (1)")
-	e.mustRun(3*time.Minute, "migrate")
+	e := e2ePair(t, major)
+	e.src.Exec(t, "CREATE TABLE ahead (id int PRIMARY KEY, v int, c int DEFAULT 5); INSERT INTO ahead (id, v) SELECT g, g FROM generate_series(1, 10) g")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "BEGIN; UPDATE ahead SET v = -1 WHERE id = 1; PREPARE TRANSACTION 'ahead_p1'")
+	e2eWaitTarget(t, e, p, time.Minute, "prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	e.src.Exec(t, "UPDATE ahead SET v = -2 WHERE id = 2")
+	e.src.Exec(t, "COMMIT PREPARED 'ahead_p1'")
+	e.src.Exec(t, "ALTER TABLE ahead ALTER COLUMN c DROP DEFAULT")
+	e.src.Exec(t, "UPDATE ahead SET v = -3 WHERE id = 3")
+	p = e.start("replicate")
+	e2eSync(t, e, p, time.Minute)
 	e2eCompare(t, e)
-	if got := e.tgt.QueryString(t, "SELECT string_agg(id || v, ',' ORDER BY id) FROM public.ul"); got != "1upd,2old,3old,10new" {
-		t.Errorf("target ul holds %s, want 1upd,2old,3old,10new", got)
+	e2eWaitTarget(t, e, p, time.Minute, "the default of ahead.c dropped", "SELECT column_default IS NULL FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'ahead' AND column_name = 'c'")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
 }
 

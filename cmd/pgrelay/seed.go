@@ -94,13 +94,13 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 				return nil, nil, err
 			}
 			done, published, added, err := s.knownTables(ctx, states)
-			if err != nil || added == 0 {
+			if err != nil || len(added) == 0 {
 				return nil, syncLSN, err
 			}
 			// Published since the copy (ALTER PUBLICATION … ADD TABLE, or a
 			// new table that has seen no change yet): their rows from before
 			// would never arrive otherwise.
-			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", added)
+			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", strings.Join(added, ", "))
 			if err := s.checkTargetTables(ctx, published); err != nil {
 				return nil, nil, err
 			}
@@ -408,19 +408,21 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 // TABLES), the published tables the target already has complete —
 // copied by the snapshot (pgrelay.table_state) or created from the stream
 // (pgrelay.relation, by name or source OID) —, the publication's tables, and
-// how many of them the target has not.
-func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, []source.PublishedName, int, error) {
+// the names of those the target has not.
+func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, []source.PublishedName, []string, error) {
 	allTables, err := s.allTables(ctx)
-	if err != nil {
-		return nil, nil, 0, err
+	if err != nil || allTables {
+		// A table joins a FOR ALL TABLES publication only by being
+		// created, and the stream then carries all its rows.
+		return nil, nil, nil, err
 	}
 	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		s.log.Warn("could not check for tables added to the publication since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
-		return nil, nil, 0, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
 	known := map[string]bool{}
 	for _, st := range states {
@@ -442,50 +444,19 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map
 		return err
 	})
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("target: read pgrelay.relation: %w", err)
+		return nil, nil, nil, fmt.Errorf("target: read pgrelay.relation: %w", err)
 	}
 	done := map[string]bool{}
-	added := 0
+	var added []string
 	for _, p := range published {
 		name := p.Schema + "." + p.Name
 		if known[name] || knownOID[p.OID] {
 			done[name] = true
 			continue
 		}
-		if allTables {
-			// A table joins a FOR ALL TABLES publication by being created,
-			// and the stream then carries all its rows; but an unlogged
-			// table made SET LOGGED joins with the rows it has. Copy the
-			// unknown ones that hold rows (a copy is right either way: the
-			// stream's changes from before it are skipped).
-			empty, err := s.emptyTable(ctx, p)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			if empty {
-				done[name] = true
-				continue
-			}
-		}
-		added++
+		added = append(added, name)
 	}
 	return done, published, added, nil
-}
-
-// emptyTable reports whether the source table p holds no row now. A table
-// locked for long counts as not empty.
-func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, error) {
-	var has bool
-	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM ONLY "+pgx.Identifier{p.Schema, p.Name}.Sanitize()+")").Scan(&has)
-	})
-	if source.IsLockTimeout(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("source: read %s.%s: %w", p.Schema, p.Name, err)
-	}
-	return !has, nil
 }
 
 // allTables reports whether the publication is FOR ALL TABLES.
