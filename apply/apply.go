@@ -401,6 +401,14 @@ func (a *Applier) fail(ctx context.Context, err error) error {
 	return err
 }
 
+// behindSink is the optional capability of a sink that can leave a table's
+// target definition behind the catalog's for a while (a prepared transaction
+// held the table): Behind reports it, and the table's next Relation message
+// then goes to EnsureTable even when the catalog sees no change.
+type behindSink interface {
+	Behind(relationID uint32) bool
+}
+
 // typeChanger is the optional capability of a Catalog to tell a type changed on
 // the source since it was read; *schema.Catalog has it.
 type typeChanger interface {
@@ -771,7 +779,7 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	if err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
-	if !changed {
+	if lag, ok := a.sink.(behindSink); !changed && (!ok || !lag.Behind(rel.RelationID)) {
 		return nil
 	}
 	if via, err := a.publishedViaRoot(ctx, rel.RelationID); err != nil {

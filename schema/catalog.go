@@ -390,6 +390,24 @@ func (c *Catalog) Tables() []*Table {
 	return tables
 }
 
+// SameColumns reports whether two versions of a table have the same name,
+// replica identity and columns as a Relation message describes them (names,
+// types, key), differing at most in what the source's catalog adds: defaults,
+// NOT NULL, collations, generated columns, type definitions. The catalog is
+// read as it is now, so these may be ahead of the stream.
+func SameColumns(a, b *Table) bool {
+	if a.Schema != b.Schema || a.Name != b.Name || a.ReplicaIdentity != b.ReplicaIdentity || len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	for i := range a.Columns {
+		x, y := &a.Columns[i], &b.Columns[i]
+		if x.Name != y.Name || x.TypeOID != y.TypeOID || x.TypeMod != y.TypeMod || x.Key != y.Key || x.KeyPosition != y.KeyPosition {
+			return false
+		}
+	}
+	return true
+}
+
 // SameDefinition reports whether two versions of a table need the same target
 // DDL: same name, replica identity, columns and type definitions.
 func SameDefinition(a, b *Table) bool {

@@ -61,7 +61,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return fmt.Errorf("sink/postgres: %w", &source.MetadataSchemaError{Schema: MetadataSchema, Tables: []string{qname},
 			LeaveOut: "leave it out of the publication (PGRELAY_TABLES)"})
 	}
-	if prev != nil && schema.SameDefinition(prev, t) {
+	if prev != nil && schema.SameDefinition(prev, t) && !s.behind[t.RelationID] {
 		return nil
 	}
 	conn, err := s.applyConn(ctx)
@@ -81,6 +81,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	prev = pl.prev
 	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) {
+		delete(s.behind, t.RelationID)
 		return nil
 	}
 	if prev == nil && s.copyJoined {
@@ -165,6 +166,28 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 
+	if !create && len(pl.before) == 0 && len(pl.after) == 0 && len(indexDefs) == 0 && schema.SameColumns(prev, t) {
+		// Only what the source's catalog says now changed (a default, NOT
+		// NULL, a collation), which may be ahead of the stream: a prepared
+		// transaction that holds the table on the target, whose COMMIT
+		// PREPARED comes later in the stream, would make the DDL wait for
+		// ever. Left for the table's next Relation message, which the
+		// source sends after that DDL of its own.
+		held, err := heldByPrepared(ctx, conn, quotedTable(s.dialect, prev))
+		if err != nil {
+			return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		}
+		if held {
+			if !s.behind[t.RelationID] && s.log != nil {
+				s.log.Info("a prepared transaction holds the table on the target: its defaults and NOT NULL constraints follow the source at its next schema message",
+					"table", qname)
+			}
+			s.behind[t.RelationID] = true
+			return nil
+		}
+	}
+	delete(s.behind, t.RelationID)
+
 	tx := s.cur
 	own := tx == nil
 	if own {
@@ -236,6 +259,21 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	s.forget(t)
 	return nil
+}
+
+// Behind reports whether the target table of relation relationID was left at
+// an older definition than the source catalog's, for its next Relation
+// message to bring it up to date (apply's behindSink).
+func (s *Sink) Behind(relationID uint32) bool { return s.behind[relationID] }
+
+// heldByPrepared reports whether a prepared transaction holds a lock on the
+// target table qname.
+func heldByPrepared(ctx context.Context, conn *pgx.Conn, qname string) (bool, error) {
+	var held bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
+		WHERE locktype = 'relation' AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+			AND relation = pg_catalog.to_regclass($1) AND pid IS NULL)`, qname).Scan(&held)
+	return held, err
 }
 
 // collationHint says what to do when the target lacks a column's collation

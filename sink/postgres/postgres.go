@@ -164,10 +164,14 @@ type Sink struct {
 	dialect schema.Dialect
 
 	// Apply connection state: one goroutine.
-	conn        *pgx.Conn
-	slot        string
-	canPrepare  bool
-	tables      map[*schema.Table]*tableStatements
+	conn       *pgx.Conn
+	slot       string
+	canPrepare bool
+	tables     map[*schema.Table]*tableStatements
+	// behind holds the relations whose target table was left at an older
+	// definition than the source catalog's (see heldByPrepared): their
+	// next EnsureTable alters them even when the version is unchanged.
+	behind      map[uint32]bool
 	stmtSeq     int
 	deallocate  []string             // prepared statements of replaced table versions
 	retired     []*tableStatements   // forgotten during the open transaction
@@ -203,7 +207,7 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}
-	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}}
+	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{}}
 	if s.conn, err = s.connect(ctx); err != nil {
 		return nil, err
 	}
