@@ -67,6 +67,25 @@ func valueTypeOID(c *schema.Column) uint32 {
 // and the same on every server.
 const firstUserOID = 16384
 
+// paramCast is the cast a parameter compared with column c needs, "" when
+// none. Compared with a composite (col = $1), an untyped parameter takes the
+// type of the record = record operator's operand, the anonymous record, whose
+// input PostgreSQL does not implement; so does one compared with a domain
+// over a composite, at any depth. Cast to the column's own type, the one the
+// target table was built with, it is read as that type. Other domains are
+// cast too: their values are their column's. Arrays need nothing: array =
+// array resolves an untyped operand to the other one's type.
+func paramCast(c *schema.Column) string {
+	if c.Type == nil || c.TypeName == "" {
+		return ""
+	}
+	switch c.Type.Category {
+	case schema.CategoryComposite, schema.CategoryDomain:
+		return "::" + c.TypeName
+	}
+	return ""
+}
+
 // textCompareOID returns the built-in type to declare for a parameter compared
 // by text form, 0 when the column compares with its own equality operator.
 func textCompareOID(c *schema.Column) uint32 {
@@ -295,10 +314,10 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 		case textOID != 0:
 			where.WriteString(ts.quoted[i] + "::text = " + next(param{col: i, old: true}, textOID) + "::text")
 		case ts.full && identityByText(col):
-			p := next(param{col: i, old: true}, 0)
+			p := next(param{col: i, old: true}, 0) + paramCast(col)
 			where.WriteString(ts.quoted[i] + " = " + p + " AND " + ts.quoted[i] + "::text = " + p + "::text")
 		default:
-			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0))
+			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0) + paramCast(col))
 		}
 	}
 	if first {
