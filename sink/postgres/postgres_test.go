@@ -350,3 +350,44 @@ func TestSQLHead(t *testing.T) {
 		t.Errorf("short statement: %q", got)
 	}
 }
+
+// TestNoPublishedColumns: a table with no published column gets statements
+// that name none: INSERT … DEFAULT VALUES, COPY without a column list (a row
+// is an empty line), and under REPLICA IDENTITY FULL an update or delete of
+// any one row.
+func TestNoPublishedColumns(t *testing.T) {
+	none := table(schema.IdentityDefault)
+	ts := newTableStatements(schema.Postgres, none)
+	if got, want := ts.insertStatement().sql, `INSERT INTO "public"."T x" DEFAULT VALUES`; got != want {
+		t.Errorf("insert SQL %s, want %s", got, want)
+	}
+	if got, want := ts.copySQL, `COPY "public"."T x" FROM STDIN`; got != want {
+		t.Errorf("copy SQL %s, want %s", got, want)
+	}
+	var r insertRun
+	for range 2 {
+		if !r.add(ts, &sink.Change{Kind: sink.Insert, Table: none, New: source.Tuple{}}) {
+			t.Fatal("row refused")
+		}
+	}
+	if got := string(r.encode(nil)); got != "\n\n" {
+		t.Errorf("encode = %q, want two empty lines", got)
+	}
+
+	full := newTableStatements(schema.Postgres, table(schema.IdentityFull))
+	for _, c := range []struct {
+		ch  sink.Change
+		sql string
+	}{
+		{sink.Change{Kind: sink.Update, OldKind: source.OldFull, Old: source.Tuple{}, New: source.Tuple{}}, `SELECT FROM "public"."T x" LIMIT 1`},
+		{sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{}}, `DELETE FROM "public"."T x" WHERE ctid = (SELECT ctid FROM "public"."T x" WHERE true LIMIT 1)`},
+	} {
+		key, err := full.shapeKey(nil, &c.ch, c.ch.Old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := full.buildShape(key).sql; got != c.sql {
+			t.Errorf("%c SQL %s, want %s", c.ch.Kind, got, c.sql)
+		}
+	}
+}

@@ -177,6 +177,12 @@ func newTableStatements(d schema.Dialect, t *schema.Table) *tableStatements {
 		ts.identity = t.KeyColumns()
 	}
 	ts.copySQL = "COPY " + ts.qname + " (" + strings.Join(ts.quoted, ", ") + ") FROM STDIN"
+	if len(ts.quoted) == 0 {
+		// A table with no published column (none at all, or only generated
+		// ones): COPY reads every column but the generated ones, and each row
+		// is an empty line.
+		ts.copySQL = "COPY " + ts.qname + " FROM STDIN"
+	}
 	return ts
 }
 
@@ -193,6 +199,12 @@ func (ts *tableStatements) insertStatement() *statement {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
 	b.WriteString(ts.qname)
+	if len(ts.quoted) == 0 {
+		// A row of no published column.
+		b.WriteString(" DEFAULT VALUES")
+		ts.insert = &statement{sql: b.String()}
+		return ts.insert
+	}
 	b.WriteString(" (")
 	b.WriteString(strings.Join(ts.quoted, ", "))
 	b.WriteString(") VALUES (")
@@ -268,6 +280,14 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 	var b strings.Builder
 	kind := sink.ChangeKind(key[0])
 	rest := key[1:]
+	if kind == sink.Update && len(ts.columns) == 0 {
+		// REPLICA IDENTITY FULL with no published column (only generated
+		// ones): every row holds the same published values, none of which the
+		// update changes; as PostgreSQL's own subscriber, take any row. There
+		// is nothing to SET, so a SELECT counts the row that must be there.
+		st.sql = "SELECT FROM " + ts.qname + " LIMIT 1"
+		return st
+	}
 	if kind == sink.Update {
 		b.WriteString("UPDATE ")
 		b.WriteString(ts.qname)
