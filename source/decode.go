@@ -446,7 +446,9 @@ func (r *reader) tuple(backing *[]Value, what string) Tuple {
 		return nil
 	}
 	t := *backing
-	if cap(t) < n {
+	// A tuple of no columns (a table with no published column) is empty, not
+	// nil: nil says that no tuple was sent.
+	if cap(t) < n || t == nil {
 		t = make([]Value, n)
 		*backing = t
 	}

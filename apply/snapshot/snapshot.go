@@ -34,7 +34,7 @@ type Target interface {
 	sink.SeedStore
 }
 
-// Cleaner is the capability to empty a target table before its copy is redone.
+// Cleaner is the capability to empty a target table before its copy.
 type Cleaner interface {
 	CopyFromClean(ctx context.Context, t *schema.Table, r io.Reader) (int64, error)
 }
@@ -97,7 +97,9 @@ type Source struct {
 type Table struct {
 	Table     *schema.Table
 	Published source.PublishedTable
-	// Clean empties the target table first (a redo, or a table that existed).
+	// Clean empties the target table first. pgrelay sets it for every table
+	// it copies, the first copy included: the target table may hold rows of
+	// an interrupted or earlier copy, or rows it had before pgrelay.
 	Clean     bool
 	indexDefs []string
 }
@@ -160,10 +162,10 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 		if r.Clean {
 			cl, ok := target.(Cleaner)
 			if !ok {
-				return Result{}, fmt.Errorf("snapshot: target cannot empty %s before its copy is redone", r.Table.Table.QualifiedName())
+				return Result{}, fmt.Errorf("snapshot: the target cannot empty %s before copying it", r.Table.Table.QualifiedName())
 			}
 			if _, err := cl.CopyFromClean(ctx, r.Table.Table, strings.NewReader("")); err != nil {
-				return Result{}, fmt.Errorf("snapshot: empty %s before copying it again: %w", r.Table.Table.QualifiedName(), err)
+				return Result{}, fmt.Errorf("snapshot: empty %s on the target before copying it: %w", r.Table.Table.QualifiedName(), err)
 			}
 			if kd, ok := target.(KeyDeferrer); ok {
 				if _, err := kd.DropPrimaryKey(ctx, r.Table.Table); err != nil {

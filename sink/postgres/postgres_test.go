@@ -79,6 +79,14 @@ func TestStatementSQL(t *testing.T) {
 		schema.Column{Name: "a", TypeOID: 20},
 		schema.Column{Name: "j", TypeOID: 114},
 		schema.Column{Name: "d", TypeOID: 99999, Type: &schema.Type{Category: schema.CategoryDomain, BaseOID: 600}})
+	comp := &schema.Type{Category: schema.CategoryComposite}
+	compKeyed := table(schema.IdentityDefault,
+		schema.Column{Name: "k", Key: true, TypeOID: 99990, TypeName: "public.comp", Type: comp},
+		schema.Column{Name: "v", TypeOID: 23})
+	compFull := table(schema.IdentityFull,
+		schema.Column{Name: "k", TypeOID: 99990, TypeName: "public.comp", Type: comp},
+		schema.Column{Name: "dk", TypeOID: 99991, TypeName: "public.dcomp", Type: &schema.Type{Category: schema.CategoryDomain, BaseOID: 99990}},
+		schema.Column{Name: "ak", TypeOID: 99992, TypeName: "public.comp[]", Type: &schema.Type{Category: schema.CategoryArray, BaseOID: 99990}})
 	cases := []struct {
 		name    string
 		tb      *schema.Table
@@ -106,6 +114,16 @@ func TestStatementSQL(t *testing.T) {
 		{name: "full delete skips unsent old values", tb: full,
 			ch:  sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{v("1"), unchanged, null}},
 			sql: `DELETE FROM "public"."T x" WHERE ctid = coalesce((SELECT ctid FROM "public"."T x" WHERE "a" = $1 AND "d" IS NULL LIMIT 1 FOR UPDATE SKIP LOCKED), (SELECT ctid FROM "public"."T x" WHERE "a" = $1 AND "d" IS NULL LIMIT 1))`, oids: []uint32{0}},
+		{name: "composite key cast to its type", tb: compKeyed,
+			ch:  sink.Change{Kind: sink.Update, New: source.Tuple{v("(1,a)"), v("2")}},
+			sql: `UPDATE "public"."T x" SET "k" = $1, "v" = $2 WHERE "k" = $3::public.comp`, oids: []uint32{0, 0, 0}},
+		{name: "composite key delete", tb: compKeyed,
+			ch:  sink.Change{Kind: sink.Delete, OldKind: source.OldKey, Old: source.Tuple{v("(1,a)"), null}},
+			sql: `DELETE FROM "public"."T x" WHERE "k" = $1::public.comp`, oids: []uint32{0}},
+		{name: "full composite and domain cast, array not", tb: compFull,
+			ch:   sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{v("(1,a)"), v("(2,b)"), v(`{"(3,c)"}`)}},
+			sql:  `DELETE FROM "public"."T x" WHERE ctid = coalesce((SELECT ctid FROM "public"."T x" WHERE "k" = $1::public.comp AND "k"::text = $1::public.comp::text AND "dk" = $2::public.dcomp AND "dk"::text = $2::public.dcomp::text AND "ak" = $3 AND "ak"::text = $3::text LIMIT 1 FOR UPDATE SKIP LOCKED), (SELECT ctid FROM "public"."T x" WHERE "k" = $1::public.comp AND "k"::text = $1::public.comp::text AND "dk" = $2::public.dcomp AND "dk"::text = $2::public.dcomp::text AND "ak" = $3 AND "ak"::text = $3::text LIMIT 1))`,
+			oids: []uint32{0, 0, 0}},
 		{name: "key not sent", tb: keyed,
 			ch:      sink.Change{Kind: sink.Update, New: source.Tuple{unchanged, v("n"), null}},
 			wantErr: `key column "id" was not sent`},
@@ -330,5 +348,46 @@ func TestSQLHead(t *testing.T) {
 	}
 	if got := sqlHead("CREATE SCHEMA IF NOT EXISTS \"x\""); got != "CREATE SCHEMA IF NOT EXISTS \"x\"" {
 		t.Errorf("short statement: %q", got)
+	}
+}
+
+// TestNoPublishedColumns: a table with no published column gets statements
+// that name none: INSERT … DEFAULT VALUES, COPY without a column list (a row
+// is an empty line), and under REPLICA IDENTITY FULL an update or delete of
+// any one row.
+func TestNoPublishedColumns(t *testing.T) {
+	none := table(schema.IdentityDefault)
+	ts := newTableStatements(schema.Postgres, none)
+	if got, want := ts.insertStatement().sql, `INSERT INTO "public"."T x" DEFAULT VALUES`; got != want {
+		t.Errorf("insert SQL %s, want %s", got, want)
+	}
+	if got, want := ts.copySQL, `COPY "public"."T x" FROM STDIN`; got != want {
+		t.Errorf("copy SQL %s, want %s", got, want)
+	}
+	var r insertRun
+	for range 2 {
+		if !r.add(ts, &sink.Change{Kind: sink.Insert, Table: none, New: source.Tuple{}}) {
+			t.Fatal("row refused")
+		}
+	}
+	if got := string(r.encode(nil)); got != "\n\n" {
+		t.Errorf("encode = %q, want two empty lines", got)
+	}
+
+	full := newTableStatements(schema.Postgres, table(schema.IdentityFull))
+	for _, c := range []struct {
+		ch  sink.Change
+		sql string
+	}{
+		{sink.Change{Kind: sink.Update, OldKind: source.OldFull, Old: source.Tuple{}, New: source.Tuple{}}, `SELECT FROM "public"."T x" LIMIT 1`},
+		{sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{}}, `DELETE FROM "public"."T x" WHERE ctid = coalesce((SELECT ctid FROM "public"."T x" WHERE true LIMIT 1 FOR UPDATE SKIP LOCKED), (SELECT ctid FROM "public"."T x" WHERE true LIMIT 1))`},
+	} {
+		key, err := full.shapeKey(nil, &c.ch, c.ch.Old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := full.buildShape(key).sql; got != c.sql {
+			t.Errorf("%c SQL %s, want %s", c.ch.Kind, got, c.sql)
+		}
 	}
 }

@@ -67,6 +67,25 @@ func valueTypeOID(c *schema.Column) uint32 {
 // and the same on every server.
 const firstUserOID = 16384
 
+// paramCast is the cast a parameter compared with column c needs, "" when
+// none. Compared with a composite (col = $1), an untyped parameter takes the
+// type of the record = record operator's operand, the anonymous record, whose
+// input PostgreSQL does not implement; so does one compared with a domain
+// over a composite, at any depth. Cast to the column's own type, the one the
+// target table was built with, it is read as that type. Other domains are
+// cast too: their values are their column's. Arrays need nothing: array =
+// array resolves an untyped operand to the other one's type.
+func paramCast(c *schema.Column) string {
+	if c.Type == nil || c.TypeName == "" {
+		return ""
+	}
+	switch c.Type.Category {
+	case schema.CategoryComposite, schema.CategoryDomain:
+		return "::" + c.TypeName
+	}
+	return ""
+}
+
 // textCompareOID returns the built-in type to declare for a parameter compared
 // by text form, 0 when the column compares with its own equality operator.
 func textCompareOID(c *schema.Column) uint32 {
@@ -158,6 +177,12 @@ func newTableStatements(d schema.Dialect, t *schema.Table) *tableStatements {
 		ts.identity = t.KeyColumns()
 	}
 	ts.copySQL = "COPY " + ts.qname + " (" + strings.Join(ts.quoted, ", ") + ") FROM STDIN"
+	if len(ts.quoted) == 0 {
+		// A table with no published column (none at all, or only generated
+		// ones): COPY reads every column but the generated ones, and each row
+		// is an empty line.
+		ts.copySQL = "COPY " + ts.qname + " FROM STDIN"
+	}
 	return ts
 }
 
@@ -174,6 +199,12 @@ func (ts *tableStatements) insertStatement() *statement {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
 	b.WriteString(ts.qname)
+	if len(ts.quoted) == 0 {
+		// A row of no published column.
+		b.WriteString(" DEFAULT VALUES")
+		ts.insert = &statement{sql: b.String()}
+		return ts.insert
+	}
 	b.WriteString(" (")
 	b.WriteString(strings.Join(ts.quoted, ", "))
 	b.WriteString(") VALUES (")
@@ -249,6 +280,14 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 	var b strings.Builder
 	kind := sink.ChangeKind(key[0])
 	rest := key[1:]
+	if kind == sink.Update && len(ts.columns) == 0 {
+		// REPLICA IDENTITY FULL with no published column (only generated
+		// ones): every row holds the same published values, none of which the
+		// update changes; as PostgreSQL's own subscriber, take any row. There
+		// is nothing to SET, so a SELECT counts the row that must be there.
+		st.sql = "SELECT FROM " + ts.qname + " LIMIT 1"
+		return st
+	}
 	if kind == sink.Update {
 		b.WriteString("UPDATE ")
 		b.WriteString(ts.qname)
@@ -295,10 +334,10 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 		case textOID != 0:
 			where.WriteString(ts.quoted[i] + "::text = " + next(param{col: i, old: true}, textOID) + "::text")
 		case ts.full && identityByText(col):
-			p := next(param{col: i, old: true}, 0)
+			p := next(param{col: i, old: true}, 0) + paramCast(col)
 			where.WriteString(ts.quoted[i] + " = " + p + " AND " + ts.quoted[i] + "::text = " + p + "::text")
 		default:
-			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0))
+			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0) + paramCast(col))
 		}
 	}
 	if first {

@@ -244,7 +244,9 @@ func (tx *Tx) queueUpdateDelete(ctx context.Context, ts *tableStatements, ch *si
 	if ch.Kind == sink.Delete {
 		kind, opName = opDelete, "delete from"
 	}
-	if len(ts.identity) == 0 {
+	// Under REPLICA IDENTITY FULL, a table with no published column has no
+	// identity column either; its rows are all alike, and any one will do.
+	if len(ts.identity) == 0 && !ts.full {
 		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN,
 			Err: fmt.Errorf("%w: it has REPLICA IDENTITY NOTHING or no key, so its rows cannot be located; set one on the source (ALTER TABLE %s REPLICA IDENTITY FULL, or add a primary key)", ErrNoIdentity, ts.table.QualifiedName())})
 	}
