@@ -6,6 +6,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/integration/harness"
 )
@@ -1016,6 +1018,42 @@ func testE2EDeferrablePrimaryKey(t *testing.T, major int) {
 		FROM pg_index WHERE indrelid IN ('public.ksw'::regclass, 'public.dsw'::regclass)`)
 	if want := "dsw_k:true:false,dsw_pk_unique:true:false,ksw_pkey_unique:true:false"; indexes != want {
 		t.Errorf("target indexes after REPLICA IDENTITY FULL mid-stream:\n got %s\nwant %s", indexes, want)
+	}
+	if code := rp.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, rp.logs())
+	}
+}
+
+// TestE2EExclusionConstraint: an exclusion constraint stays a constraint on
+// the target, in the snapshot and for a table created from the stream (not a
+// plain index of its columns that checks nothing): the target refuses an
+// overlapping row after a cutover as the source does.
+func TestE2EExclusionConstraint(t *testing.T) {
+	e2eEachMajor(t, testE2EExclusionConstraint)
+}
+
+func testE2EExclusionConstraint(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, `CREATE TABLE ex (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&) WHERE (id > 0));
+		CREATE TABLE exd (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&) DEFERRABLE INITIALLY DEFERRED);
+		INSERT INTO ex VALUES (1, '[1,2)'), (2, '[5,6)'); INSERT INTO exd VALUES (1, '[1,2)')`)
+	e.mustRun(3*time.Minute, "migrate")
+	rp := e.start("replicate")
+	rp.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "CREATE TABLE ex2 (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&)); INSERT INTO ex2 VALUES (1, '[1,2)')")
+	e.src.Exec(t, "BEGIN; UPDATE exd SET r = '[10,20)'; INSERT INTO exd VALUES (2, '[1,2)'); COMMIT")
+	e2eSync(t, e, rp, 2*time.Minute)
+	e2eCompare(t, e)
+	if got, want := e.tgt.QueryString(t, `SELECT string_agg(conrelid::regclass || ':' || conname || ':' || condeferrable || ':' || condeferred || ':' || pg_get_constraintdef(oid), ',' ORDER BY conname)
+		FROM pg_constraint WHERE contype = 'x' AND connamespace = 'public'::regnamespace`),
+		"ex2:ex2_r_excl:false:false:EXCLUDE USING gist (r WITH &&),ex:ex_r_excl:false:false:EXCLUDE USING gist (r WITH &&) WHERE ((id > 0)),exd:exd_r_excl:true:true:EXCLUDE USING gist (r WITH &&) DEFERRABLE INITIALLY DEFERRED"; got != want {
+		t.Errorf("target exclusion constraints:\n got %s\nwant %s", got, want)
+	}
+	for _, table := range []string{"ex", "ex2"} {
+		_, err := e.tgt.Conn(t).Exec(e2eCtx(t, time.Minute), "INSERT INTO public."+table+" VALUES (99, '[1,3)')")
+		if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "23P01" {
+			t.Errorf("target accepted a row of %s overlapping another (err %v), want an exclusion violation", table, err)
+		}
 	}
 	if code := rp.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, rp.logs())

@@ -29,8 +29,8 @@ type SourceFacts struct {
 type IndexReader interface {
 	// IndexDefs returns pg_get_indexdef of every valid index of schema.table that
 	// does not back the target's primary key, ordered by index name; an index
-	// backing a DEFERRABLE constraint comes as a statement that adds that
-	// constraint. The definitions name the table schema-qualified
+	// backing an exclusion or a DEFERRABLE constraint comes as a statement that
+	// adds that constraint. The definitions name the table schema-qualified
 	// ("ON app.t USING btree (...)").
 	IndexDefs(ctx context.Context, schema, table string) ([]string, error)
 }
@@ -542,10 +542,11 @@ func (s *SourceFacts) indexDefs(ctx context.Context, schema, table string, key [
 		if s.serverVersion >= 110000 {
 			keyAtts = "i.indnkeyatts" // INCLUDE columns come after
 		}
-		// An index that backs a DEFERRABLE constraint is created as that
-		// constraint: pg_get_indexdef would make it an index checked at
-		// once, which a transaction legal on the source (UPDATE t SET pos =
-		// 21 - pos) violates midway.
+		// An index that backs a DEFERRABLE constraint or an exclusion
+		// constraint is created as that constraint: pg_get_indexdef would
+		// make the one an index checked at once, which a transaction legal on
+		// the source (UPDATE t SET pos = 21 - pos) violates midway, and the
+		// other a plain index that checks nothing.
 		rows, err := tx.Query(ctx, `
 SELECT CASE WHEN i.indisprimary
             -- the target's primary key (on the replica identity index's
@@ -555,7 +556,7 @@ SELECT CASE WHEN i.indisprimary
                  'CREATE UNIQUE INDEX ' || pg_catalog.quote_ident(ic.relname) || ' ON ',
                  'CREATE UNIQUE INDEX ' || pg_catalog.quote_ident(pg_catalog.left(ic.relname, 56) || '_unique') || ' ON ')
             ELSE pg_catalog.pg_get_indexdef(i.indexrelid) END,
-       coalesce(con.condeferrable, false),
+       coalesce(con.condeferrable OR con.contype = 'x', false),
        CASE WHEN i.indisprimary THEN pg_catalog.left(ic.relname, 56) || '_unique'
             ELSE coalesce(con.conname::text, '') END,
        coalesce(pg_catalog.pg_get_constraintdef(con.oid), '')
