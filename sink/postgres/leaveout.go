@@ -64,8 +64,8 @@ func (s *Sink) warnIndexLeftOut(table, def string, err error) {
 }
 
 // indexName is the name in "CREATE [UNIQUE] INDEX [IF NOT EXISTS] name ON …",
-// "" for another statement (a deferrable constraint's DO block, whose
-// definition names it).
+// or the constraint's in a constraint's DO block ("… ADD CONSTRAINT "name" …",
+// always quoted); "" for another statement.
 func indexName(def string) string {
 	for _, head := range []string{"CREATE UNIQUE INDEX ", "CREATE INDEX "} {
 		if rest, ok := strings.CutPrefix(def, head); ok {
@@ -73,6 +73,18 @@ func indexName(def string) string {
 			if name, _, ok := strings.Cut(rest, " ON "); ok {
 				return name
 			}
+		}
+	}
+	if _, rest, ok := strings.Cut(def, " ADD CONSTRAINT \""); ok {
+		for i := 0; i < len(rest); i++ {
+			if rest[i] != '"' {
+				continue
+			}
+			if i+1 < len(rest) && rest[i+1] == '"' {
+				i++ // a doubled quote inside the name
+				continue
+			}
+			return `"` + rest[:i+1]
 		}
 	}
 	return ""
