@@ -6,6 +6,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/integration/harness"
 )
@@ -1016,6 +1018,106 @@ func testE2EDeferrableUnique(t *testing.T, major int) {
 	e.src.Exec(t, "UPDATE dq SET pos = 21 - pos; BEGIN; UPDATE dd SET pos = 100 + id; UPDATE dd SET pos = 21 - id; COMMIT")
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e2eCompare(t, e)
+}
+
+// TestE2EDeferrablePrimaryKey: a DEFERRABLE primary key that is not the
+// target's key (the replica identity is another index, or FULL, or there is
+// none: PostgreSQL does not take a deferrable key for it) becomes a unique
+// constraint deferrable alike on the target, in the snapshot and for a table
+// created from the stream, so a key swap legal on the source applies. A table
+// whose primary key stops being the target's key mid-stream (REPLICA
+// IDENTITY FULL set later) keeps the source's index on it. The table whose
+// only key is deferrable is named in the warning about published tables
+// without a replica identity.
+func TestE2EDeferrablePrimaryKey(t *testing.T) {
+	e2eEachMajor(t, testE2EDeferrablePrimaryKey)
+}
+
+func testE2EDeferrablePrimaryKey(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, `CREATE TABLE dpi (id int, k int NOT NULL, v text, CONSTRAINT dpi_pk PRIMARY KEY (id) DEFERRABLE INITIALLY IMMEDIATE, CONSTRAINT dpi_k UNIQUE (k));
+		ALTER TABLE dpi REPLICA IDENTITY USING INDEX dpi_k;
+		CREATE TABLE dpf (id int, v text, CONSTRAINT dpf_pk PRIMARY KEY (id) DEFERRABLE INITIALLY DEFERRED);
+		ALTER TABLE dpf REPLICA IDENTITY FULL;
+		CREATE TABLE dpo (id int, v text, CONSTRAINT dpo_pk PRIMARY KEY (id) DEFERRABLE);
+		CREATE TABLE ksw (id int PRIMARY KEY, v text);
+		CREATE TABLE dsw (id int, k int NOT NULL, CONSTRAINT dsw_pk PRIMARY KEY (id) DEFERRABLE, CONSTRAINT dsw_k UNIQUE (k));
+		ALTER TABLE dsw REPLICA IDENTITY USING INDEX dsw_k;
+		INSERT INTO dpi SELECT i, 10 * i, 'v' || i FROM generate_series(1, 3) i;
+		INSERT INTO dpf SELECT i, 'v' || i FROM generate_series(1, 3) i;
+		INSERT INTO dpo SELECT i, 'v' || i FROM generate_series(1, 3) i;
+		INSERT INTO ksw SELECT i, 'v' || i FROM generate_series(1, 3) i;
+		INSERT INTO dsw SELECT i, 10 * i FROM generate_series(1, 3) i`)
+	p := e.mustRun(3*time.Minute, "migrate")
+	if l, ok := p.findLog("published tables without a replica identity"); !ok || l.str("tables") != "public.dpo" {
+		t.Errorf("no warning naming public.dpo (its only key is DEFERRABLE) as published without a replica identity; log:\n%s", p.logs())
+	}
+	constraints := func(tables string) string {
+		return e.tgt.QueryString(t, `SELECT coalesce(string_agg(conrelid::regclass || ':' || conname || ':' || contype::text || ':' || condeferrable || ':' || condeferred, ',' ORDER BY conrelid::regclass::text, conname), '')
+			FROM pg_constraint WHERE conrelid::regclass::text = ANY (string_to_array($1, ','))`, tables)
+	}
+	if got, want := constraints("dpi,dpf,dpo"), "dpf:dpf_pk_unique:u:true:true,dpi:dpi_pk_unique:u:true:false,dpi:dpi_pkey:p:false:false,dpo:dpo_pk_unique:u:true:false"; got != want {
+		t.Errorf("target constraints after the copy:\n got %s\nwant %s", got, want)
+	}
+	e.src.Exec(t, "UPDATE dpi SET id = 4 - id; UPDATE dpf SET id = 4 - id; BEGIN; UPDATE dpf SET id = id + 1; UPDATE dpf SET id = 1 WHERE id = 4; COMMIT")
+
+	rp := e.start("replicate")
+	rp.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, `CREATE TABLE dps (id int, k int NOT NULL, CONSTRAINT dps_pk PRIMARY KEY (id) DEFERRABLE, CONSTRAINT dps_k UNIQUE (k));
+		ALTER TABLE dps REPLICA IDENTITY USING INDEX dps_k;
+		INSERT INTO dps SELECT i, 10 * i FROM generate_series(1, 3) i`)
+	e.src.Exec(t, "UPDATE dps SET id = 4 - id")
+	e.src.Exec(t, "ALTER TABLE ksw REPLICA IDENTITY FULL; UPDATE ksw SET v = 'full' WHERE id = 1")
+	e.src.Exec(t, "ALTER TABLE dsw REPLICA IDENTITY FULL; UPDATE dsw SET id = 4 - id")
+	e2eSync(t, e, rp, 2*time.Minute)
+	e2eCompare(t, e)
+	if got, want := constraints("dps"), "dps:dps_pk_unique:u:true:false,dps:dps_pkey:p:false:false"; got != want {
+		t.Errorf("target constraints of a table created from the stream:\n got %s\nwant %s", got, want)
+	}
+	indexes := e.tgt.QueryString(t, `SELECT string_agg(indexrelid::regclass || ':' || indisunique || ':' || indisprimary, ',' ORDER BY indexrelid::regclass::text)
+		FROM pg_index WHERE indrelid IN ('public.ksw'::regclass, 'public.dsw'::regclass)`)
+	if want := "dsw_k:true:false,dsw_pk_unique:true:false,ksw_pkey_unique:true:false"; indexes != want {
+		t.Errorf("target indexes after REPLICA IDENTITY FULL mid-stream:\n got %s\nwant %s", indexes, want)
+	}
+	if code := rp.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, rp.logs())
+	}
+}
+
+// TestE2EExclusionConstraint: an exclusion constraint stays a constraint on
+// the target, in the snapshot and for a table created from the stream (not a
+// plain index of its columns that checks nothing): the target refuses an
+// overlapping row after a cutover as the source does.
+func TestE2EExclusionConstraint(t *testing.T) {
+	e2eEachMajor(t, testE2EExclusionConstraint)
+}
+
+func testE2EExclusionConstraint(t *testing.T, major int) {
+	e := e2ePair(t, major)
+	e.src.Exec(t, `CREATE TABLE ex (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&) WHERE (id > 0));
+		CREATE TABLE exd (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&) DEFERRABLE INITIALLY DEFERRED);
+		INSERT INTO ex VALUES (1, '[1,2)'), (2, '[5,6)'); INSERT INTO exd VALUES (1, '[1,2)')`)
+	e.mustRun(3*time.Minute, "migrate")
+	rp := e.start("replicate")
+	rp.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "CREATE TABLE ex2 (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&)); INSERT INTO ex2 VALUES (1, '[1,2)')")
+	e.src.Exec(t, "BEGIN; UPDATE exd SET r = '[10,20)'; INSERT INTO exd VALUES (2, '[1,2)'); COMMIT")
+	e2eSync(t, e, rp, 2*time.Minute)
+	e2eCompare(t, e)
+	if got, want := e.tgt.QueryString(t, `SELECT string_agg(conrelid::regclass || ':' || conname || ':' || condeferrable || ':' || condeferred || ':' || pg_get_constraintdef(oid), ',' ORDER BY conname)
+		FROM pg_constraint WHERE contype = 'x' AND connamespace = 'public'::regnamespace`),
+		"ex2:ex2_r_excl:false:false:EXCLUDE USING gist (r WITH &&),ex:ex_r_excl:false:false:EXCLUDE USING gist (r WITH &&) WHERE ((id > 0)),exd:exd_r_excl:true:true:EXCLUDE USING gist (r WITH &&) DEFERRABLE INITIALLY DEFERRED"; got != want {
+		t.Errorf("target exclusion constraints:\n got %s\nwant %s", got, want)
+	}
+	for _, table := range []string{"ex", "ex2"} {
+		_, err := e.tgt.Conn(t).Exec(e2eCtx(t, time.Minute), "INSERT INTO public."+table+" VALUES (99, '[1,3)')")
+		if pgErr := (*pgconn.PgError)(nil); !errors.As(err, &pgErr) || pgErr.Code != "23P01" {
+			t.Errorf("target accepted a row of %s overlapping another (err %v), want an exclusion violation", table, err)
+		}
+	}
+	if code := rp.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, rp.logs())
+	}
 }
 
 // TestE2ETableRenamedWhileStopped: tables renamed or moved to another schema on

@@ -296,12 +296,9 @@ func (d PostgresDialect) columnDef(c *Column) string {
 // primaryKey lists the quoted primary key columns, "" when there is none: only
 // REPLICA IDENTITY DEFAULT and INDEX have a key; NOTHING and FULL have none.
 func (d PostgresDialect) primaryKey(t *Table) string {
-	if t.ReplicaIdentity != IdentityDefault && t.ReplicaIdentity != IdentityIndex {
-		return ""
-	}
 	var cols []string
-	for _, i := range t.KeyColumns() {
-		cols = append(cols, d.QuoteIdent(t.Columns[i].Name))
+	for _, name := range t.TargetKey() {
+		cols = append(cols, d.QuoteIdent(name))
 	}
 	return strings.Join(cols, ", ")
 }

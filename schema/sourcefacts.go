@@ -28,9 +28,22 @@ type SourceFacts struct {
 // assertion and builds the indexes after the data.
 type IndexReader interface {
 	// IndexDefs returns pg_get_indexdef of every valid index of schema.table that
-	// does not back the target's primary key, ordered by index name. The
-	// definitions name the table schema-qualified ("ON app.t USING btree (...)").
+	// does not back the target's primary key, ordered by index name; an index
+	// backing an exclusion or a DEFERRABLE constraint comes as a statement that
+	// adds that constraint. The definitions name the table schema-qualified
+	// ("ON app.t USING btree (...)").
 	IndexDefs(ctx context.Context, schema, table string) ([]string, error)
+}
+
+// KeyIndexReader is implemented by index readers that can also give the
+// definitions of the indexes on given key columns alone (SourceFacts does): a
+// sink whose target table's primary key moves to other columns (REPLICA
+// IDENTITY FULL or USING INDEX set on the source later) keeps the source's
+// index on the old key columns that way.
+type KeyIndexReader interface {
+	// KeyIndexDefs returns what IndexDefs gives for the indexes of
+	// schema.table whose key columns are key, in that order.
+	KeyIndexDefs(ctx context.Context, schema, table string, key []string) ([]string, error)
 }
 
 // RelationNamer is implemented by fact readers that can tell where a source
@@ -46,9 +59,10 @@ type RelationNamer interface {
 }
 
 var (
-	_ FactReader    = (*SourceFacts)(nil)
-	_ IndexReader   = (*SourceFacts)(nil)
-	_ RelationNamer = (*SourceFacts)(nil)
+	_ FactReader     = (*SourceFacts)(nil)
+	_ IndexReader    = (*SourceFacts)(nil)
+	_ KeyIndexReader = (*SourceFacts)(nil)
+	_ RelationNamer  = (*SourceFacts)(nil)
 )
 
 // NewSourceFacts returns a FactReader querying the source catalog over conn.
@@ -252,7 +266,7 @@ SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypi
        COALESCE((SELECT k.ord FROM pg_catalog.pg_index i
          CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord)
          WHERE i.indrelid = c.oid AND k.attnum = a.attnum
-           AND CASE c.relreplident WHEN 'd' THEN i.indisprimary WHEN 'i' THEN i.indisreplident ELSE false END
+           AND CASE c.relreplident WHEN 'd' THEN i.indisprimary AND i.indimmediate WHEN 'i' THEN i.indisreplident ELSE false END
          LIMIT 1), 0)::pg_catalog.int2
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
@@ -499,45 +513,80 @@ func typeSuffix(rest string) bool {
 	return rest == "" || strings.HasPrefix(rest, "(") || strings.HasPrefix(rest, "[")
 }
 
-// IndexDefs implements IndexReader. The index backing the primary key is left
-// out, and so is the replica identity index of a table with REPLICA IDENTITY
-// INDEX (its columns become the target's primary key; the primary key's index,
-// if it has one, is then kept as a unique index); invalid indexes (a failed
-// CREATE INDEX CONCURRENTLY) are left out too.
+// IndexDefs implements IndexReader. The index of the target's primary key is
+// left out: the primary key under REPLICA IDENTITY DEFAULT (when it is
+// immediate: PostgreSQL does not take a DEFERRABLE one for the identity), the
+// replica identity index under REPLICA IDENTITY INDEX. A primary key that is
+// not the target's key (INDEX, FULL, NOTHING, or DEFERRABLE) is kept as a
+// unique index under another name, a DEFERRABLE one as a DEFERRABLE UNIQUE
+// constraint. Invalid indexes (a failed CREATE INDEX CONCURRENTLY) are left
+// out too.
 func (s *SourceFacts) IndexDefs(ctx context.Context, schema, table string) ([]string, error) {
+	return s.indexDefs(ctx, schema, table, nil)
+}
+
+// KeyIndexDefs implements KeyIndexReader.
+func (s *SourceFacts) KeyIndexDefs(ctx context.Context, schema, table string, key []string) ([]string, error) {
+	if len(key) == 0 {
+		return nil, nil
+	}
+	return s.indexDefs(ctx, schema, table, key)
+}
+
+// indexDefs is IndexDefs, of the indexes on the key columns key only when key
+// is not nil.
+func (s *SourceFacts) indexDefs(ctx context.Context, schema, table string, key []string) ([]string, error) {
 	var defs []string
 	err := s.inTx(ctx, fmt.Sprintf("read indexes of %s.%s", schema, table), func(tx pgx.Tx) error {
-		// An index that backs a DEFERRABLE unique or exclusion constraint is
-		// created as that constraint: pg_get_indexdef would make it an index
-		// checked at once, which a transaction legal on the source (UPDATE t
-		// SET pos = 21 - pos) violates midway.
+		keyAtts := "i.indnatts"
+		if s.serverVersion >= 110000 {
+			keyAtts = "i.indnkeyatts" // INCLUDE columns come after
+		}
+		// An index that backs a DEFERRABLE constraint or an exclusion
+		// constraint is created as that constraint: pg_get_indexdef would
+		// make the one an index checked at once, which a transaction legal on
+		// the source (UPDATE t SET pos = 21 - pos) violates midway, and the
+		// other a plain index that checks nothing.
 		rows, err := tx.Query(ctx, `
 SELECT CASE WHEN i.indisprimary
             -- the target's primary key (on the replica identity index's
-            -- columns) takes the usual name: this one is kept under another
+            -- columns, if any) takes the usual name: this one is kept under
+            -- another
             THEN pg_catalog.replace(pg_catalog.pg_get_indexdef(i.indexrelid),
                  'CREATE UNIQUE INDEX ' || pg_catalog.quote_ident(ic.relname) || ' ON ',
                  'CREATE UNIQUE INDEX ' || pg_catalog.quote_ident(pg_catalog.left(ic.relname, 56) || '_unique') || ' ON ')
             ELSE pg_catalog.pg_get_indexdef(i.indexrelid) END,
-       coalesce(con.condeferrable, false),
-       coalesce(con.conname::text, ''), coalesce(pg_catalog.pg_get_constraintdef(con.oid), '')
+       coalesce(con.condeferrable OR con.contype = 'x', false),
+       CASE WHEN i.indisprimary THEN pg_catalog.left(ic.relname, 56) || '_unique'
+            ELSE coalesce(con.conname::text, '') END,
+       coalesce(pg_catalog.pg_get_constraintdef(con.oid), '')
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid AND con.contype IN ('u', 'x')
-WHERE n.nspname = $1 AND c.relname = $2
-  AND NOT (i.indisprimary AND c.relreplident <> 'i') AND i.indisvalid
+LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid AND con.contype IN ('p', 'u', 'x')
+WHERE n.nspname = $1 AND c.relname = $2 AND i.indisvalid
+  AND NOT (i.indisprimary AND i.indimmediate AND c.relreplident = 'd')
   AND NOT (i.indisreplident AND c.relreplident = 'i')
-ORDER BY ic.relname`, schema, table)
+  AND ($3::pg_catalog.text[] IS NULL OR $3::pg_catalog.text[] = ARRAY(
+        SELECT a.attname::pg_catalog.text
+        FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord)
+        LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+        WHERE k.ord <= `+keyAtts+` ORDER BY k.ord))
+ORDER BY ic.relname`, schema, table, key)
 		if err != nil {
 			return err
 		}
 		var def, conName, conDef string
-		var deferrable bool
-		_, err = pgx.ForEachRow(rows, []any{&def, &deferrable, &conName, &conDef}, func() error {
-			if deferrable {
-				def = deferrableConstraintDef(schema, table, conName, conDef)
+		var asConstraint bool
+		_, err = pgx.ForEachRow(rows, []any{&def, &asConstraint, &conName, &conDef}, func() error {
+			if asConstraint {
+				// A DEFERRABLE primary key that is not the target's
+				// key becomes a unique constraint deferrable alike.
+				if rest, ok := strings.CutPrefix(conDef, "PRIMARY KEY "); ok {
+					conDef = "UNIQUE " + rest
+				}
+				def = constraintDef(schema, table, conName, conDef)
 			}
 			defs = append(defs, def)
 			return nil
@@ -547,9 +596,9 @@ ORDER BY ic.relname`, schema, table)
 	return defs, err
 }
 
-// deferrableConstraintDef adds constraint name (def as pg_get_constraintdef
-// writes it) to schema.table unless the table has a constraint of that name.
-func deferrableConstraintDef(schema, table, name, def string) string {
+// constraintDef adds constraint name (def as pg_get_constraintdef writes it)
+// to schema.table unless the table has a constraint of that name.
+func constraintDef(schema, table, name, def string) string {
 	qtable := pgx.Identifier{schema, table}.Sanitize()
 	return doBlock(`BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = ` + quoteLiteral(qtable) + `::pg_catalog.regclass AND conname = ` + quoteLiteral(name) + `) THEN

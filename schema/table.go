@@ -185,5 +185,19 @@ func (t *Table) KeyColumns() []int {
 	return idx
 }
 
+// TargetKey returns the names of the target's primary key columns, in key
+// order: the replica identity key under REPLICA IDENTITY DEFAULT and INDEX,
+// none under FULL and NOTHING.
+func (t *Table) TargetKey() []string {
+	if t.ReplicaIdentity != IdentityDefault && t.ReplicaIdentity != IdentityIndex {
+		return nil
+	}
+	var names []string
+	for _, i := range t.KeyColumns() {
+		names = append(names, t.Columns[i].Name)
+	}
+	return names
+}
+
 // QualifiedName is schema.name as the source spells it, unquoted, for messages.
 func (t *Table) QualifiedName() string { return t.Schema + "." + t.Name }

@@ -33,7 +33,8 @@ type PreflightResult struct {
 	PublicationExists       bool
 	PublicationCreated      bool // Preflight created it just now
 	// Keyless lists the published tables (schema.table, quoted) without a
-	// replica identity: no primary key under REPLICA IDENTITY DEFAULT, or
+	// replica identity: no primary key under REPLICA IDENTITY DEFAULT (or a
+	// DEFERRABLE one, which PostgreSQL does not take for the identity), or
 	// NOTHING. Once published, UPDATE and DELETE on them fail on the source.
 	Keyless []string
 	// KeylessUnknown: the check could not run, LockedHint.
@@ -220,7 +221,7 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 			JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
 			JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
 			WHERE pt.pubname = $1 AND (c.relreplident = 'n' OR c.relreplident = 'd' AND NOT EXISTS (
-				SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+				SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND i.indimmediate))
 			ORDER BY 1`, cfg.Publication)
 		if err != nil {
 			return err

@@ -154,7 +154,7 @@ ORDER BY n.nspname, c.relname`
 SELECT a.attname, a.atttypid, a.atttypmod,
        coalesce(a.attnum = ANY (
          CASE c.relreplident
-           WHEN 'd' THEN (SELECT i.indkey::int2[] FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+           WHEN 'd' THEN (SELECT i.indkey::int2[] FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND i.indimmediate)
            WHEN 'i' THEN (SELECT i.indkey::int2[] FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
          END), false) OR c.relreplident = 'f'
 FROM pg_catalog.pg_attribute a

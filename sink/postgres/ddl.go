@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,6 +157,20 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 			indexDefs = append(indexDefs, ifNotExists(def))
 		}
 	}
+	keyMoved := false
+	if kr, ok := s.indexes.(schema.KeyIndexReader); ok && !create && !slices.Equal(prev.TargetKey(), t.TargetKey()) {
+		// The target's primary key moved off the columns it had (REPLICA
+		// IDENTITY FULL or USING INDEX set on the source): the source's
+		// index on them stays, as a unique index or a DEFERRABLE unique
+		// constraint, the way a copy made now would have it.
+		defs, err := kr.KeyIndexDefs(ctx, t.Schema, t.Name, prev.TargetKey())
+		if err != nil {
+			return fmt.Errorf("sink/postgres: ensure table %s: read the source's index on its former key: %w", qname, err)
+		}
+		for _, def := range defs {
+			indexDefs, keyMoved = append(indexDefs, ifNotExists(def)), true
+		}
+	}
 
 	beforeMoves, err := s.moveStatements(pl.before, pl.defs)
 	if err != nil {
@@ -230,7 +245,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if len(indexDefs) > 0 {
 		// Each under a savepoint: one the target cannot build (an older
 		// server) is left out without failing the transaction.
-		err = tx.buildIndexes(ctx, qname, indexDefs)
+		err = tx.buildIndexes(ctx, qname, indexDefs, keyMoved)
 	}
 	if err == nil {
 		if own {

@@ -24,6 +24,7 @@ func TestIndexName(t *testing.T) {
 		"CREATE UNIQUE INDEX IF NOT EXISTS nnd_u_key ON public.nnd USING btree (u) NULLS NOT DISTINCT": "nnd_u_key",
 		`CREATE INDEX "Odd Name" ON public.t USING btree (a)`:                                          `"Odd Name"`,
 		"DO $pgrelay$ BEGIN END $pgrelay$":                                                             "",
+		"DO $pgrelay$\nBEGIN\n\tIF NOT EXISTS (…) THEN\n\t\tALTER TABLE \"public\".\"ex\" ADD CONSTRAINT \"ex_\"\"r\"\"_excl\" EXCLUDE USING gist (r WITH &&);\n\tEND IF;\nEND\n$pgrelay$": `"ex_""r""_excl"`,
 	} {
 		if got := indexName(def); got != want {
 			t.Errorf("indexName(%q) = %q, want %q", def, got, want)

@@ -41,6 +41,13 @@ func unbuildable(err error) bool {
 	return false
 }
 
+// violated reports whether err is a unique or exclusion constraint's
+// violation.
+func violated(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "23P01")
+}
+
 // logger is where the sink's warnings go.
 func (s *Sink) logger() *slog.Logger {
 	if s.log != nil {
@@ -57,8 +64,8 @@ func (s *Sink) warnIndexLeftOut(table, def string, err error) {
 }
 
 // indexName is the name in "CREATE [UNIQUE] INDEX [IF NOT EXISTS] name ON …",
-// "" for another statement (a deferrable constraint's DO block, whose
-// definition names it).
+// or the constraint's in a constraint's DO block ("… ADD CONSTRAINT "name" …",
+// always quoted); "" for another statement.
 func indexName(def string) string {
 	for _, head := range []string{"CREATE UNIQUE INDEX ", "CREATE INDEX "} {
 		if rest, ok := strings.CutPrefix(def, head); ok {
@@ -68,13 +75,27 @@ func indexName(def string) string {
 			}
 		}
 	}
+	if _, rest, ok := strings.Cut(def, " ADD CONSTRAINT \""); ok {
+		for i := 0; i < len(rest); i++ {
+			if rest[i] != '"' {
+				continue
+			}
+			if i+1 < len(rest) && rest[i+1] == '"' {
+				i++ // a doubled quote inside the name
+				continue
+			}
+			return `"` + rest[:i+1]
+		}
+	}
 	return ""
 }
 
 // buildIndexes builds the secondary indexes of a table created inside the
 // transaction, each under a savepoint: one the target cannot build is left
-// out with a warning, and the transaction goes on.
-func (tx *Tx) buildIndexes(ctx context.Context, qname string, defs []string) error {
+// out with a warning, and the transaction goes on. Built on a table that
+// holds rows (existing: its key moved), one the rows violate is left out
+// too: the source's catalog, read now, may be newer than the rows.
+func (tx *Tx) buildIndexes(ctx context.Context, qname string, defs []string, existing bool) error {
 	if err := tx.send(ctx); err != nil {
 		return err
 	}
@@ -92,7 +113,7 @@ func (tx *Tx) buildIndexes(ctx context.Context, qname string, defs []string) err
 		if err == nil {
 			continue
 		}
-		if !unbuildable(err) || conn.IsClosed() {
+		if !(unbuildable(err) || existing && violated(err)) || conn.IsClosed() {
 			return fail(def, err)
 		}
 		if _, rerr := conn.PgConn().Exec(ctx, "ROLLBACK TO SAVEPOINT pgrelay_index; RELEASE SAVEPOINT pgrelay_index").ReadAll(); rerr != nil {
