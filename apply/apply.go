@@ -782,6 +782,13 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	if lag, ok := a.sink.(behindSink); !changed && (!ok || !lag.Behind(rel.RelationID)) {
 		return nil
 	}
+	if a.inTableCopy(t) {
+		// The table was copied under a later snapshot than this transaction
+		// (an interrupted copy redone, a table added to the publication): the
+		// target table has the later definition already, and this
+		// transaction's changes to it are skipped.
+		return nil
+	}
 	if via, err := a.publishedViaRoot(ctx, rel.RelationID); err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	} else if via {

@@ -21,8 +21,10 @@ func TestTableSyncLSNSkipsChangesInTheCopy(t *testing.T) {
 	}
 	h := newHarness(t, cfg, applytest.New(0))
 	h.expect("setup s1", "prepared-gids pgrelay_s1_")
+	// t2's Relation message is of before its snapshot, whose definition its
+	// target table has already: only t1's reaches the sink.
 	h.feed(0x100, rel(1, "v"), rel(2, "v"))
-	h.expect("ensure "+t1+" prev=nil", "ensure public.t2(id integer*,v text) prev=nil")
+	h.expect("ensure " + t1 + " prev=nil")
 	// Committed before t2's snapshot: t1 gets the row, t2 has it in its copy.
 	h.feed(0x101, begin(1, 0x110), ins(1, "1", "a"), ins(2, "1", "a"), commit(0x110, 0x118))
 	h.expect("begin", "insert public.t1 (1,a)", "commit 0/118")
@@ -56,7 +58,7 @@ func TestTableSyncSnapshotJudgesPreparedByXid(t *testing.T) {
 	cfg.TableSyncSnapshot = func(tb *schema.Table) (source.TxidSnapshot, bool) { return snap, tb.Name == "t2" }
 	h := newHarness(t, cfg, applytest.New(0))
 	h.feed(0x100, rel(1, "v"), rel(2, "v"))
-	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "ensure public.t2(id integer*,v text) prev=nil")
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil")
 	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), ins(2, "70", "p"), prepare(7, 0x200))
 	h.expect("begin", "insert public.t1 (70,p)", "prepare pgrelay_s1_7 0/208")
 	h.feed(0x2f0, beginPrepare(9, 0x300), ins(1, "90", "q"), ins(2, "90", "q"), prepare(9, 0x300))
@@ -66,7 +68,7 @@ func TestTableSyncSnapshotJudgesPreparedByXid(t *testing.T) {
 	cfg2.TableSyncSnapshot = nil
 	h2 := newHarness(t, cfg2, applytest.New(0))
 	h2.feed(0x100, rel(1, "v"), rel(2, "v"))
-	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "ensure public.t2(id integer*,v text) prev=nil")
+	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil")
 	h2.feed(0x2f0, beginPrepare(9, 0x300), ins(2, "90", "q"), prepare(9, 0x300))
 	h2.expect("begin", "prepare pgrelay_s1_9 0/308")
 	h.noProblems()
