@@ -1781,6 +1781,41 @@ func TestE2ECatalogAheadOfPrepared(t *testing.T) {
 	}
 }
 
+// TestE2ETableRewrittenDuringCopy: a table rewritten (ALTER TABLE … TYPE)
+// after the copy's snapshot was taken has a new file whose rows the snapshot
+// does not see, and the stream carries no rows for a rewrite: read as it is,
+// the copy held 0 rows and migrate said caught up. The copy finds the
+// rewrite and a new session copies the table under a new snapshot.
+func TestE2ETableRewrittenDuringCopy(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE rw (id int PRIMARY KEY, v int); INSERT INTO rw SELECT g, g FROM generate_series(1, 1000) g")
+	// Waits for pgrelay's slot, rewrites the table and holds its lock a while,
+	// so the copy, which reads under the slot's snapshot, comes after it.
+	conn := e.src.Conn(t)
+	rewrote := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(e2eCtx(t, 3*time.Minute), `DO $$ BEGIN
+			WHILE NOT EXISTS (SELECT FROM pg_catalog.pg_replication_slots WHERE slot_name = '`+e.slot+`' AND confirmed_flush_lsn IS NOT NULL) LOOP
+				PERFORM pg_catalog.pg_sleep(0.01);
+			END LOOP;
+			ALTER TABLE rw ALTER COLUMN v TYPE bigint;
+			PERFORM pg_catalog.pg_sleep(2);
+		END $$`)
+		rewrote <- err
+	}()
+	p := e.mustRun(3*time.Minute, "migrate")
+	if err := <-rewrote; err != nil {
+		t.Fatalf("rewrite the table: %v", err)
+	}
+	if _, ok := p.findLog("will retry"); !ok {
+		t.Errorf("migrate did not retry after the rewrite; log:\n%s", p.logs())
+	}
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.rw"); got != "1000" {
+		t.Errorf("the target holds %s rows of rw, want 1000", got)
+	}
+}
+
 // TestE2ECopiedTableOlderRelation: a table copied under a later snapshot than
 // the slot's (here one added to the publication; an interrupted copy redone
 // is the same) gained a column before that snapshot. The stream still holds

@@ -449,6 +449,9 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) (bool, e
 	if j.table.casts != nil {
 		load = target.(sink.BinaryBulkLoader).CopyFromBinary
 	}
+	if err := lockUnrewritten(ctx, conn, j); err != nil {
+		return false, err
+	}
 	pg := conn.PgConn()
 	out, err := startCopyOut(ctx, pg.Frontend(), pg.Conn(), copyOutSQL(j), j.table)
 	if err != nil {
@@ -469,6 +472,38 @@ func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) (bool, e
 	}
 	j.table.rows.Add(rows - out.rows)
 	return reusable, nil
+}
+
+// lockUnrewritten locks the table (or partition) job j reads against
+// rewrites until the worker's transaction ends, and fails with a retryable
+// error when one committed after the snapshot: ALTER TABLE … TYPE, VACUUM
+// FULL, CLUSTER or TRUNCATE give the table a new file whose rows the
+// snapshot does not see, so the copy would read it empty, and the stream
+// carries no rows for a rewrite. The snapshot's pg_class row names the file
+// the snapshot saw; pg_relation_filenode, read through the catalog cache,
+// the one a scan reads now. A new session copies the table anew.
+func lockUnrewritten(ctx context.Context, conn *pgx.Conn, j job) error {
+	t := j.table.Table.Table
+	name := pgx.Identifier{t.Schema, t.Name}
+	switch {
+	case j.part != nil:
+		name = pgx.Identifier{j.part.Schema, j.part.Name}
+	case j.table.Published.Partitioned:
+		return nil // no file of its own; its partitions are read as one
+	}
+	if _, err := conn.Exec(ctx, "LOCK TABLE ONLY "+name.Sanitize()+" IN ACCESS SHARE MODE"); err != nil {
+		return fmt.Errorf("snapshot: lock %s for its copy: %w", name.Sanitize(), err)
+	}
+	var rewritten bool
+	err := conn.QueryRow(ctx, `SELECT c.relfilenode <> 0 AND c.relfilenode IS DISTINCT FROM pg_catalog.pg_relation_filenode(c.oid)
+		FROM pg_catalog.pg_class c WHERE c.oid = $1::pg_catalog.regclass`, name.Sanitize()).Scan(&rewritten)
+	if err != nil {
+		return fmt.Errorf("snapshot: check %s for a rewrite: %w", name.Sanitize(), err)
+	}
+	if rewritten {
+		return sink.Retryable(fmt.Errorf("snapshot: %s was rewritten (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER or TRUNCATE) after the copy's snapshot was taken, which then sees none of its rows: a new session copies it under a new snapshot", name.Sanitize()))
+	}
+	return nil
 }
 
 // finishTable builds the table's secondary indexes and records it done.
