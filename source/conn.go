@@ -22,6 +22,10 @@ var (
 	// is streaming from the slot. A second instance waits and retries until the first
 	// one is gone (SQLSTATE 55006).
 	ErrSlotInUse = errors.New("replication slot is in use")
+	// ErrSnapshotTooLarge: creating a slot found more transaction ids in
+	// progress than an exported snapshot holds (SQLSTATE 40001); it passes
+	// once some of them end, so a new session tries again.
+	ErrSnapshotTooLarge = errors.New("too many transactions in progress on the source to export a snapshot")
 	// ErrSlotNotFound: the replication slot does not exist (SQLSTATE 42704).
 	ErrSlotNotFound = errors.New("replication slot does not exist")
 	// ErrSlotExists: CreateSlot found a slot of that name (SQLSTATE 42710).
@@ -672,6 +676,13 @@ func classifySlotError(name string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42710" {
 		return fmt.Errorf("%w: %s: use it, or drop it with SELECT pg_drop_replication_slot(%s);", ErrSlotExists, pgErr.Message, quoteLiteral(name))
+	}
+	if errors.As(err, &pgErr) && pgErr.Code == "40001" && strings.Contains(pgErr.Message, "snapshot too large") {
+		// More transaction ids in progress (prepared transactions and their
+		// subtransactions included) than an exported snapshot holds: it
+		// passes once some of them end.
+		return fmt.Errorf("%w: %w (prepared transactions and subtransactions included); pgrelay tries again, and if it keeps failing, end long or prepared transactions with many savepoints",
+			ErrSnapshotTooLarge, err)
 	}
 	return classifyPgError(err, name)
 }

@@ -284,6 +284,10 @@ func TestConnClassifyPgError(t *testing.T) {
 	if err := classifySlotError("s", &pgconn.PgError{Code: "42710", Message: `replication slot "s" already exists`}); !errors.Is(err, ErrSlotExists) || !strings.Contains(err.Error(), "pg_drop_replication_slot('s')") {
 		t.Errorf("duplicate slot: %v", err)
 	}
+	tooLarge := &pgconn.PgError{Code: "40001", Message: "initial slot snapshot too large"}
+	if err := classifySlotError("s", tooLarge); !errors.Is(err, ErrSnapshotTooLarge) || !errors.Is(err, tooLarge) || !strings.Contains(err.Error(), "tries again") {
+		t.Errorf("snapshot too large: %v", err)
+	}
 }
 
 func TestConnCreateSlotOnFake(t *testing.T) {

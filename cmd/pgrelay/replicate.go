@@ -164,6 +164,7 @@ func retryable(err error) bool {
 	case errors.As(err, &pre):
 		return false
 	case errors.Is(err, sink.ErrRetryable), errors.Is(err, source.ErrSlotInUse), errors.Is(err, source.ErrStreamEnded),
+		errors.Is(err, source.ErrSnapshotTooLarge),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.As(err, &ne), errors.As(err, &connErr), pgconn.SafeToRetry(err):
 		return true

@@ -24,6 +24,7 @@ func TestRetryable(t *testing.T) {
 		{fmt.Errorf("apply: commit: %w", sink.Retryable(errors.New("conn lost"))), true},
 		{fmt.Errorf("start: %w", source.ErrSlotInUse), true},
 		{fmt.Errorf("stream: %w", source.ErrStreamEnded), true},
+		{fmt.Errorf("create slot: %w: %w", source.ErrSnapshotTooLarge, &pgconn.PgError{Code: "40001", Message: "initial slot snapshot too large"}), true},
 		{fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), true},
 		{&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, true},
 		{&pgconn.PgError{Code: "08006"}, true},
