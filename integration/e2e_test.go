@@ -2283,15 +2283,21 @@ func testE2ENoPublishedColumns(t *testing.T, major int) {
 	e.src.Exec(t, `CREATE TABLE npc_new (); INSERT INTO npc_new DEFAULT VALUES;
 		INSERT INTO npc_new SELECT FROM generate_series(1, 100);
 		INSERT INTO npc_none DEFAULT VALUES;
-		INSERT INTO npc_gen DEFAULT VALUES; UPDATE npc_gen SET g = DEFAULT WHERE ctid = '(0,1)';
-		DELETE FROM npc_gen WHERE ctid = '(0,2)';
+		INSERT INTO npc_gen DEFAULT VALUES;
 		DELETE FROM npc_full WHERE ctid = '(0,1)'; INSERT INTO npc_full DEFAULT VALUES;
 		ALTER TABLE npc_drop DROP COLUMN a, DROP COLUMN b; INSERT INTO npc_drop DEFAULT VALUES`)
+	genRows := "4"
+	if major < 18 {
+		// From 18 the source itself refuses these: a FULL replica identity
+		// must not hold generated columns the publication leaves out.
+		e.src.Exec(t, `UPDATE npc_gen SET g = DEFAULT WHERE ctid = '(0,1)'; DELETE FROM npc_gen WHERE ctid = '(0,2)'`)
+		genRows = "3"
+	}
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	if n := e2eCompare(t, e); n != 5 {
 		t.Errorf("compared %d tables, want 5", n)
 	}
-	for table, want := range map[string]string{"npc_new": "101", "npc_none": "3", "npc_gen": "3", "npc_full": "3", "npc_drop": "2"} {
+	for table, want := range map[string]string{"npc_new": "101", "npc_none": "3", "npc_gen": genRows, "npc_full": "3", "npc_drop": "2"} {
 		if got := e.tgt.QueryString(t, "SELECT count(*) FROM public."+table); got != want {
 			t.Errorf("target %s holds %s rows, want %s", table, got, want)
 		}
