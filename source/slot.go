@@ -151,7 +151,22 @@ func EmitMarker(ctx context.Context, conn *pgx.Conn, prefix string, content []by
 		content = []byte{}
 	}
 	var text string
-	if err := conn.QueryRow(ctx, sql, prefix, content).Scan(&text); err != nil {
+	var err error
+	if serverMajor(conn) >= 17 {
+		err = conn.QueryRow(ctx, sql, prefix, content).Scan(&text)
+	} else {
+		// Before 17 the message is not flushed: the WAL writer would, up to
+		// wal_writer_delay (200 ms) later, and the walsender sends only
+		// flushed WAL. A transaction id makes the commit flush it.
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, sql, prefix, content).Scan(&text); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "SELECT pg_catalog.txid_current()")
+			return err
+		})
+	}
+	if err != nil {
 		return 0, fmt.Errorf("source: emit marker %q: %w", prefix, err)
 	}
 	lsn, err := pglogrepl.ParseLSN(text)
