@@ -140,26 +140,23 @@ func CurrentWALLSN(ctx context.Context, conn *pgx.Conn) (LSN, error) {
 // (pg_logical_emit_message(false, prefix, content)) and returns its LSN. The
 // stream delivers it, outside any transaction, to a consumer that asked for
 // Messages; it marks a position (the end of a copy, a heartbeat that lets an idle
-// stream's acked position advance). From PostgreSQL 17 the WAL is flushed at once
-// so the walsender can send it without waiting for the WAL writer.
+// stream's acked position advance). The WAL is flushed at once (from 17 by the
+// call itself, before by a commit) so the walsender can send it without waiting
+// for the WAL writer.
 func EmitMarker(ctx context.Context, conn *pgx.Conn, prefix string, content []byte) (LSN, error) {
-	sql := "SELECT pg_catalog.pg_logical_emit_message(false, $1::text, $2::bytea)::text"
-	if serverMajor(conn) >= 17 {
-		sql = "SELECT pg_catalog.pg_logical_emit_message(false, $1::text, $2::bytea, true)::text"
-	}
 	if content == nil {
 		content = []byte{}
 	}
 	var text string
 	var err error
 	if serverMajor(conn) >= 17 {
-		err = conn.QueryRow(ctx, sql, prefix, content).Scan(&text)
+		err = conn.QueryRow(ctx, "SELECT pg_catalog.pg_logical_emit_message(false, $1::text, $2::bytea, true)::text", prefix, content).Scan(&text)
 	} else {
 		// Before 17 the message is not flushed: the WAL writer would, up to
 		// wal_writer_delay (200 ms) later, and the walsender sends only
 		// flushed WAL. A transaction id makes the commit flush it.
 		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, sql, prefix, content).Scan(&text); err != nil {
+			if err := tx.QueryRow(ctx, "SELECT pg_catalog.pg_logical_emit_message(false, $1::text, $2::bytea)::text", prefix, content).Scan(&text); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, "SELECT pg_catalog.txid_current()")
