@@ -51,6 +51,17 @@ func e2ePair(t *testing.T, major int) *e2eEnv {
 	return e2eNewEnv(t, src, tgt)
 }
 
+// e2eNewestPairFrom15 is e2ePair on the newest major under test, for a
+// feature of PostgreSQL 15+ (needs names it: "row filters need"); the test is
+// skipped when that major is older.
+func e2eNewestPairFrom15(t *testing.T, needs string) *e2eEnv {
+	major := harness.Majors()[len(harness.Majors())-1]
+	if major < 15 {
+		t.Skipf("%s PostgreSQL 15+, the newest major here is %d", needs, major)
+	}
+	return e2ePair(t, major)
+}
+
 // TestE2EMigrate: a snapshot of many types, then a catch-up migrate.
 func TestE2EMigrate(t *testing.T) {
 	e2eEachMajor(t, testE2EMigrate)
@@ -1727,11 +1738,7 @@ func TestE2ETableAddedToPublication(t *testing.T) {
 // COMMIT PREPARED, later in the stream: the plain change must take the other
 // twin, not wait for that lock for ever.
 func TestE2EFullIdentityTwinPrepared(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("two-phase decoding needs PostgreSQL 15+, the newest major here is %d", major)
-	}
-	e := e2ePair(t, major)
+	e := e2eNewestPairFrom15(t, "two-phase decoding needs")
 	e.src.Exec(t, "CREATE TABLE twin (a int, b text); ALTER TABLE twin REPLICA IDENTITY FULL; INSERT INTO twin VALUES (1, 'x'), (1, 'x')")
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
@@ -1755,11 +1762,7 @@ func TestE2EFullIdentityTwinPrepared(t *testing.T) {
 // prepared transaction, whose COMMIT PREPARED comes later in the stream, for
 // ever; the default follows at the table's next schema message instead.
 func TestE2ECatalogAheadOfPrepared(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("two-phase decoding needs PostgreSQL 15+, the newest major here is %d", major)
-	}
-	e := e2ePair(t, major)
+	e := e2eNewestPairFrom15(t, "two-phase decoding needs")
 	e.src.Exec(t, "CREATE TABLE ahead (id int PRIMARY KEY, v int, c int DEFAULT 5); INSERT INTO ahead (id, v) SELECT g, g FROM generate_series(1, 10) g")
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
@@ -1845,11 +1848,7 @@ func TestE2ECopiedTableOlderRelation(t *testing.T) {
 // pgoutput sends after the root's) make no target tables, rows that enter and
 // leave the filter follow, and verify compares what the publication publishes.
 func TestE2EPublicationViaRootAndRowFilter(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("row filters need PostgreSQL 15+, the newest major here is %d", major)
-	}
-	e := e2ePair(t, major)
+	e := e2eNewestPairFrom15(t, "row filters need")
 	e.src.Exec(t, `CREATE TABLE vr_parts (id int PRIMARY KEY, k int, v text) PARTITION BY RANGE (id);
 		CREATE TABLE vr_low PARTITION OF vr_parts FOR VALUES FROM (0) TO (1000);
 		CREATE TABLE vr_high PARTITION OF vr_parts FOR VALUES FROM (1000) TO (MAXVALUE);
@@ -2110,11 +2109,7 @@ func TestE2EUnixSocketURLs(t *testing.T) {
 // the publication stops publishing is not dropped on the target, nor is one it
 // starts publishing added empty; pgrelay stops, saying how to go on.
 func TestE2EColumnListChanged(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("column lists need PostgreSQL 15+, the newest major here is %d", major)
-	}
-	e := e2ePair(t, major)
+	e := e2eNewestPairFrom15(t, "column lists need")
 	e.src.Exec(t, `CREATE TABLE cl (id int PRIMARY KEY, a text, b int NOT NULL DEFAULT 5, d text);
 		INSERT INTO cl SELECT g, 'a' || g, g, 'd' || g FROM generate_series(1, 20) g;
 		CREATE PUBLICATION `+e.pub+` FOR TABLE cl (id, a, d)`)
@@ -2162,11 +2157,7 @@ func TestE2EColumnListChanged(t *testing.T) {
 // catching up on a target that holds other rows than the publication
 // publishes; a new copy (PGRELAY_SNAPSHOT=always) takes the new definition.
 func TestE2EPublicationChangedSinceCopy(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("row filters need PostgreSQL 15+, the newest major here is %d", major)
-	}
-	e := e2ePair(t, major)
+	e := e2eNewestPairFrom15(t, "row filters need")
 	e.src.Exec(t, `CREATE TABLE pc_parts (id int PRIMARY KEY, k int) PARTITION BY RANGE (id);
 		CREATE TABLE pc_low PARTITION OF pc_parts FOR VALUES FROM (0) TO (100);
 		CREATE TABLE pc_high PARTITION OF pc_parts FOR VALUES FROM (100) TO (200);
