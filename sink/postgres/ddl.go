@@ -193,8 +193,8 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 			return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 		}
 		if held {
-			if !s.behind[t.RelationID] && s.log != nil {
-				s.log.Info("a prepared transaction holds the table on the target: its defaults and NOT NULL constraints follow the source at its next schema message",
+			if !s.behind[t.RelationID] {
+				s.logger().Info("a prepared transaction holds the table on the target: its defaults and NOT NULL constraints follow the source at its next schema message",
 					"table", qname)
 			}
 			s.behind[t.RelationID] = true
