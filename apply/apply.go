@@ -146,9 +146,11 @@ type Applier struct {
 
 	cur *txn
 	// txnLSN is the commit (or prepare) LSN of the source transaction whose
-	// changes are being applied, for Config.TableSyncLSN; txnPreparedXid is
-	// its transaction id when it is applied at its prepare, 0 otherwise.
+	// changes are being applied and txnXid its transaction id, for
+	// Config.TableSyncLSN; txnPreparedXid is its transaction id when it is
+	// applied at its prepare, 0 otherwise.
 	txnLSN         source.LSN
+	txnXid         uint32
 	txnPreparedXid uint32
 	fills          sink.PreparedFills // nil unless prepared transactions are applied as prepared
 	prepTx         sink.Tx            // the own target transaction of a prepared transaction being applied
@@ -543,7 +545,7 @@ func (a *Applier) begin(ctx context.Context, lsn source.LSN, m *source.Begin) er
 	}
 	t := &txn{kind: kindPlain, xid: m.Xid, beginLSN: m.FinalLSN, skip: m.FinalLSN < a.skipBelow}
 	a.cur = t
-	a.txnLSN = m.FinalLSN
+	a.txnLSN, a.txnXid = m.FinalLSN, m.Xid
 	a.txnPreparedXid = 0
 	if t.skip {
 		return nil
@@ -1043,11 +1045,14 @@ func (a *Applier) inTableCopy(t *schema.Table) bool {
 	if a.cfg.TableSyncLSN == nil || a.txnLSN >= a.cfg.TableSyncLSN(t) {
 		return false
 	}
-	// Prepared before the snapshot: in the copy only if it also committed
-	// before it, which the snapshot's transaction ids tell.
-	if a.txnPreparedXid != 0 && a.cfg.TableSyncSnapshot != nil {
+	// Before the snapshot's LSN: in the copy only if the snapshot sees the
+	// transaction, which its transaction ids tell. A transaction prepared
+	// before it is seen only if it also committed before it; one whose
+	// commit record came just before the LSN may not have been visible yet
+	// when a snapshot taken without a slot was.
+	if a.txnXid != 0 && a.cfg.TableSyncSnapshot != nil {
 		if snap, ok := a.cfg.TableSyncSnapshot(t); ok {
-			return snap.Visible(a.txnPreparedXid)
+			return snap.Visible(a.txnXid)
 		}
 	}
 	return true
@@ -1243,7 +1248,7 @@ func (a *Applier) streamCommit(ctx context.Context, lsn source.LSN, m *source.St
 		// sent for the whole session: later transactions rely on them.
 		return a.installRelations(ctx, buf)
 	}
-	a.txnLSN = m.CommitLSN
+	a.txnLSN, a.txnXid = m.CommitLSN, m.Xid
 	a.txnPreparedXid = 0
 	return a.applyBuffered(ctx, buf, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime})
 }
@@ -1342,7 +1347,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 		return a.hold(lsn, m.Xid, gid, buf)
 	}
 	defer buf.release()
-	a.txnLSN = m.PrepareLSN
+	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
 	a.txnPreparedXid = m.Xid
 	return a.prepareOnTarget(ctx, lsn, m.Xid, gid, buf, nil, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.PrepareTime})
 }
@@ -1365,7 +1370,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	}
 	gid := GID(a.cfg.Slot, m.Xid)
 	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, beginLSN: m.PrepareLSN}
-	a.txnLSN = m.PrepareLSN
+	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
 	a.txnPreparedXid = m.Xid
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
@@ -1433,7 +1438,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	}
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
 	if pt != nil && pt.buf != nil {
-		a.txnLSN = m.CommitLSN
+		a.txnLSN, a.txnXid = m.CommitLSN, m.Xid
 		a.txnPreparedXid = 0
 		return a.applyBuffered(ctx, pt.buf, p)
 	}

@@ -61,15 +61,19 @@ type Config struct {
 	OnLogicalMessage func(ctx context.Context, m *source.LogicalMessage, lsn source.LSN) error
 	// TableSyncLSN, when set, gives for a table the LSN its snapshot copy was
 	// taken at when that differs from the slot's (a table whose interrupted copy
-	// was redone under a later snapshot); 0 otherwise. Changes to such a table
-	// made by transactions that committed before that LSN are in its copy
-	// already and are skipped.
+	// was redone under a later snapshot, or one added to the publication); 0
+	// otherwise. Changes to such a table made by transactions that committed
+	// (or were prepared) at or after that LSN are not in its copy and are
+	// applied.
 	TableSyncLSN func(t *schema.Table) source.LSN
 	// TableSyncSnapshot, when set, gives the transaction ids of that snapshot.
-	// A transaction prepared before the table's sync LSN is applied as
-	// prepared before its commit is known: its changes are skipped when the
-	// snapshot sees its transaction id (it committed before the snapshot) and
-	// applied otherwise. Without it such a transaction's changes are skipped.
+	// A transaction before the table's sync LSN is in the copy when the
+	// snapshot sees its transaction id, and its changes are then skipped;
+	// otherwise they are applied: a transaction prepared before the LSN and
+	// committed after it, or one whose commit record came just before an LSN
+	// read after a snapshot taken without a slot. Without it every change
+	// before the LSN is skipped, which is right for a slot's exported snapshot
+	// except for prepared transactions.
 	TableSyncSnapshot func(t *schema.Table) (source.TxidSnapshot, bool)
 	// TxnAborted, when set, tells whether source transaction xid was rolled
 	// back (ROLLBACK PREPARED included). A prepared transaction rolled back

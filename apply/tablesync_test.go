@@ -74,3 +74,35 @@ func TestTableSyncSnapshotJudgesPreparedByXid(t *testing.T) {
 	h.noProblems()
 	h2.noProblems()
 }
+
+// A snapshot taken without a slot has no exact LSN: a transaction whose
+// commit record comes before the LSN read after it may still be one the
+// snapshot does not see. Its transaction id tells, for plain and streamed
+// transactions as for prepared ones.
+func TestTableSyncSnapshotJudgesEveryTransactionByXid(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.GroupMaxRows = 1
+	cfg.TableSyncLSN = func(tb *schema.Table) source.LSN {
+		if tb.Name == "t2" {
+			return 0x400
+		}
+		return 0
+	}
+	// 7 committed before the snapshot; 9 and 11 were running when it was taken.
+	snap, err := source.ParseTxidSnapshot("5:20:9,11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TableSyncSnapshot = func(tb *schema.Table) (source.TxidSnapshot, bool) { return snap, tb.Name == "t2" }
+	h := newHarness(t, cfg, applytest.New(0))
+	h.feed(0x100, rel(1, "v"), rel(2, "v"))
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil")
+	h.feed(0x101, begin(7, 0x110), ins(1, "70", "a"), ins(2, "70", "a"), commit(0x110, 0x118))
+	h.expect("begin", "insert public.t1 (70,a)", "commit 0/118")
+	h.feed(0x201, begin(9, 0x210), ins(1, "90", "b"), ins(2, "90", "b"), commit(0x210, 0x218))
+	h.expect("begin", "insert public.t1 (90,b)", "insert public.t2 (90,b)", "commit 0/218")
+	h.feed(0x300, &source.StreamStart{Xid: 11, FirstSegment: true}, sins(11, 2, "110", "c"), &source.StreamStop{})
+	h.feed(0x310, &source.StreamCommit{Xid: 11, CommitLSN: 0x310, EndLSN: 0x318})
+	h.expect("begin", "insert public.t2 (110,c)", "commit 0/318")
+	h.noProblems()
+}

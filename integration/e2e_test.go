@@ -2294,3 +2294,44 @@ func testE2ENoPublishedColumns(t *testing.T, major int) {
 		}
 	}
 }
+
+// TestE2EAddedTableSameServerPrepared: source and target are two databases of
+// one server, and the target holds pgrelay's prepared transaction (its source
+// twin committed while pgrelay was stopped) when pgrelay restarts to copy a
+// table added to the publication. The copy's snapshot came from a temporary
+// slot, whose creation waits for every transaction open on the server: the
+// target's prepared one too, which ends only once pgrelay streams. It waited
+// for ever.
+func TestE2EAddedTableSameServerPrepared(t *testing.T) {
+	major := harness.Majors()[len(harness.Majors())-1]
+	if major < 15 {
+		t.Skipf("two-phase decoding needs PostgreSQL 15+, the newest major here is %d", major)
+	}
+	// Two databases of the one server of that major.
+	e := e2eNewEnv(t, harness.Postgres(t, major), harness.Postgres(t, major))
+	e.src.Exec(t, `CREATE TABLE sp_one (id int PRIMARY KEY, v text); INSERT INTO sp_one VALUES (1, 'a');
+		CREATE TABLE sp_two (id int PRIMARY KEY, v text); INSERT INTO sp_two SELECT g, 'old' FROM generate_series(1, 500) g`)
+	e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR TABLE sp_one")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "BEGIN; UPDATE sp_one SET v = 'prepared' WHERE id = 1; PREPARE TRANSACTION 'sp_p1'")
+	e2eWaitTarget(t, e, p, time.Minute, "prepared transaction on the target", "SELECT count(*) = 1 FROM pg_prepared_xacts WHERE database = current_database()")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	e.src.Exec(t, "COMMIT PREPARED 'sp_p1'")
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" ADD TABLE sp_two")
+	e.src.Exec(t, "UPDATE sp_two SET v = 'new' WHERE id <= 10; DELETE FROM sp_two WHERE id > 490")
+	m := e.mustRun(2*time.Minute, "migrate")
+	m.waitLog(t, "tables were added to the publication since the snapshot copy: copying them", 0)
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT count(*) || ' ' || count(*) FILTER (WHERE v = 'new') FROM public.sp_two"); got != "490 10" {
+		t.Errorf("target sp_two: %s rows, of them new, want 490 10", got)
+	}
+	if got := e.tgt.QueryString(t, "SELECT v FROM public.sp_one WHERE id = 1"); got != "prepared" {
+		t.Errorf("target sp_one row 1 = %q, want the prepared transaction's \"prepared\"", got)
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"); got != "0" {
+		t.Errorf("the target still holds %s prepared transactions", got)
+	}
+}

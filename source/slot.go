@@ -172,3 +172,41 @@ func EmitMarker(ctx context.Context, conn *pgx.Conn, prefix string, content []by
 	}
 	return lsn, nil
 }
+
+// ExportedSnapshot is a snapshot a transaction exported (pg_export_snapshot)
+// for other sessions to import with SET TRANSACTION SNAPSHOT, and the WAL
+// insert position read right after it was taken: every transaction the
+// snapshot sees committed before LSN. Unlike a slot's exported snapshot it
+// has no exact LSN: a transaction whose commit record is before LSN may still
+// be unseen, which only the snapshot's transaction ids tell.
+type ExportedSnapshot struct {
+	Name string
+	LSN  LSN
+}
+
+// ExportSnapshot begins a read-only REPEATABLE READ transaction on conn and
+// exports its snapshot. The transaction must stay open, and conn idle, while
+// other sessions import it. Unlike creating a slot, it waits for no other
+// transaction.
+func ExportSnapshot(ctx context.Context, conn *pgx.Conn) (ExportedSnapshot, error) {
+	// The exporting session sits idle in its transaction for the whole copy.
+	if _, err := conn.Exec(ctx, "SET idle_in_transaction_session_timeout = 0"); err != nil {
+		return ExportedSnapshot{}, fmt.Errorf("source: export a snapshot: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+		return ExportedSnapshot{}, fmt.Errorf("source: export a snapshot: %w", err)
+	}
+	// One statement: its snapshot, the transaction's, is taken before the
+	// position is read.
+	var snap ExportedSnapshot
+	var text string
+	err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_export_snapshot(),
+		CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() ELSE pg_catalog.pg_current_wal_insert_lsn() END::text`).Scan(&snap.Name, &text)
+	if err != nil {
+		return ExportedSnapshot{}, fmt.Errorf("source: export a snapshot: %w", err)
+	}
+	if snap.LSN, err = pglogrepl.ParseLSN(text); err != nil {
+		return ExportedSnapshot{}, fmt.Errorf("source: export a snapshot: WAL position %q: %w", text, err)
+	}
+	return snap, nil
+}

@@ -168,34 +168,40 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 	return s.copyUnder(ctx, seed, done, syncLSN, "resuming an interrupted copy")
 }
 
-// copyUnder copies the published tables not in done under a new snapshot,
-// taken with a temporary slot; streaming from the slot skips their changes
-// from before it (syncLSN).
+// copyUnder copies the published tables not in done under a new snapshot;
+// streaming from the slot skips their changes that snapshot sees (syncLSN).
+//
+// The snapshot is exported by a plain transaction, not a temporary slot: a
+// slot is created only once every transaction open on the source's server
+// has ended, and one of them may be a prepared transaction pgrelay itself
+// holds on a target database of the same server, which ends only when the
+// stream, which waits for this copy, brings its COMMIT PREPARED. Without a
+// slot the snapshot has no exact LSN, so the one read after it is kept with
+// its transaction ids, which tell each transaction before that LSN in or out.
 func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync, what string) (*source.ReplConn, map[string]tableSync, error) {
-	temp, err := source.Connect(ctx, s.cfg.SourceURL)
+	exp, err := connectTo(ctx, "source", s.cfg.SourceURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer temp.Close(context.WithoutCancel(ctx))
-	stopWatch := s.watchSlotCreation(ctx)
-	info, err := temp.CreateSlot(ctx, fmt.Sprintf("pgrelay_redo_%d", os.Getpid()), source.SlotOptions{Temporary: true, Snapshot: "export"})
-	stopWatch()
+	// Open, idle in its transaction, until the copy's workers are done.
+	defer exp.Close(context.WithoutCancel(ctx))
+	info, err := source.ExportSnapshot(ctx, exp)
 	if err != nil {
 		return nil, nil, err
 	}
-	tables, snap, err := s.plan(ctx, info.SnapshotName, done)
+	tables, snap, err := s.plan(ctx, info.Name, done)
 	if err != nil {
 		return nil, nil, err
 	}
-	s.log.Info(what, "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.ConsistentPoint.String())
+	s.log.Info(what, "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.LSN.String())
 	for _, t := range tables {
 		name := t.Table.QualifiedName()
-		syncLSN[name] = tableSync{lsn: info.ConsistentPoint, snap: &snap}
-		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, State: sink.TablePending, SyncLSN: info.ConsistentPoint, SyncSnapshot: snap.String()}); err != nil {
+		syncLSN[name] = tableSync{lsn: info.LSN, snap: &snap}
+		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, State: sink.TablePending, SyncLSN: info.LSN, SyncSnapshot: snap.String()}); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := s.copy(ctx, info.SnapshotName, tables); err != nil {
+	if err := s.copy(ctx, info.Name, tables); err != nil {
 		return nil, nil, err
 	}
 	return nil, syncLSN, s.tgt.MarkSeeded(ctx, s.cfg.Slot, seed.ConsistentPoint)
