@@ -565,12 +565,19 @@ func e2eShorten(s string) string {
 // pgrelay whose exit fails the wait early.
 func e2eSync(t testing.TB, e *e2eEnv, p *e2eProc, timeout time.Duration) {
 	t.Helper()
-	token := fmt.Sprintf("sync-%d-%d", time.Now().UnixNano(), rand.Int64())
-	e.src.Exec(t, "CREATE TABLE IF NOT EXISTS public.e2e_sync (token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())")
-	e.src.Exec(t, "INSERT INTO public.e2e_sync (token) VALUES ($1)", token)
 	start := time.Now()
-	e2eWaitTarget(t, e, p, timeout, "table e2e_sync", "SELECT to_regclass('public.e2e_sync') IS NOT NULL")
-	e2eWaitTarget(t, e, p, timeout-time.Since(start), "marker "+token, "SELECT count(*) = 1 FROM public.e2e_sync WHERE token = $1", token)
+	e.src.Exec(t, "CREATE TABLE IF NOT EXISTS public.e2e_sync (token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())")
+	// Two markers: the first may reach the target in a copy of e2e_sync (a
+	// table pgrelay finds unknown at its start, holding rows), which says
+	// nothing of the stream; the second, written once the first is there,
+	// after any such copy's snapshot, comes through the stream, after every
+	// transaction committed before it.
+	for range 2 {
+		token := fmt.Sprintf("sync-%d-%d", time.Now().UnixNano(), rand.Int64())
+		e.src.Exec(t, "INSERT INTO public.e2e_sync (token) VALUES ($1)", token)
+		e2eWaitTarget(t, e, p, timeout-time.Since(start), "table e2e_sync", "SELECT to_regclass('public.e2e_sync') IS NOT NULL")
+		e2eWaitTarget(t, e, p, timeout-time.Since(start), "marker "+token, "SELECT count(*) = 1 FROM public.e2e_sync WHERE token = $1", token)
+	}
 }
 
 // e2eWaitTarget polls the target until query (returning one boolean) is true.

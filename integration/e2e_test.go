@@ -2335,3 +2335,32 @@ func TestE2EAddedTableSameServerPrepared(t *testing.T) {
 		t.Errorf("the target still holds %s prepared transactions", got)
 	}
 }
+
+// TestE2EUnloggedTableMadeLogged: an unlogged table, which no publication
+// publishes, made SET LOGGED while pgrelay was stopped joins a FOR ALL TABLES
+// publication with the rows it holds, which no stream carries: the next start
+// copies it. A table created meanwhile, still empty, is left to the stream,
+// and so is one created and filled meanwhile (its rows are in the stream; a
+// copy of it would be right as well). Source and target share a server.
+func TestE2EUnloggedTableMadeLogged(t *testing.T) {
+	e := e2ePair(t, e2eTargetMajor)
+	e.src.Exec(t, `CREATE TABLE ul_other (id int PRIMARY KEY);
+		CREATE UNLOGGED TABLE ul (id int PRIMARY KEY, v text); INSERT INTO ul SELECT g, 'old' FROM generate_series(1, 3) g`)
+	e.mustRun(3*time.Minute, "migrate")
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 'ul'"); got != "0" {
+		t.Fatalf("the unlogged table was created on the target")
+	}
+	e.src.Exec(t, `ALTER TABLE ul SET LOGGED; INSERT INTO ul VALUES (10, 'new'); CREATE TABLE ul_later (id int PRIMARY KEY);
+		CREATE TABLE ul_filled (id int PRIMARY KEY); INSERT INTO ul_filled SELECT generate_series(1, 5)`)
+	p := e.mustRun(3*time.Minute, "migrate")
+	p.waitLog(t, "tables were added to the publication since the snapshot copy: copying them", 0)
+	e.src.Exec(t, "UPDATE ul SET v = 'upd' WHERE id = 1; INSERT INTO ul_later VALUES (1); DELETE FROM ul_filled WHERE id = 5")
+	e.mustRun(3*time.Minute, "migrate")
+	e2eCompare(t, e)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(id || v, ',' ORDER BY id) FROM public.ul"); got != "1upd,2old,3old,10new" {
+		t.Errorf("target ul holds %s, want 1upd,2old,3old,10new", got)
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.ul_filled"); got != "4" {
+		t.Errorf("target ul_filled holds %s rows, want 4", got)
+	}
+}

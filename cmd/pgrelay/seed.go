@@ -93,18 +93,31 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 			if err := s.checkPublished(ctx, states); err != nil {
 				return nil, nil, err
 			}
-			done, published, added, err := s.knownTables(ctx, states)
+			done, published, added, optional, err := s.knownTables(ctx, states)
 			if err != nil || len(added) == 0 {
 				return nil, syncLSN, err
 			}
-			// Published since the copy (ALTER PUBLICATION … ADD TABLE, or a
-			// new table that has seen no change yet): their rows from before
-			// would never arrive otherwise.
+			// Published since the copy (ALTER PUBLICATION … ADD TABLE, an
+			// unlogged table made SET LOGGED): their rows from before would
+			// never arrive otherwise.
 			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", strings.Join(added, ", "))
 			if err := s.checkTargetTables(ctx, published); err != nil {
 				return nil, nil, err
 			}
-			return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables")
+			if !optional {
+				return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", 0)
+			}
+			// Under FOR ALL TABLES the stream carries the rows of all but a
+			// table made SET LOGGED: not worth waiting long for a lock of
+			// another published table (a prepared transaction may hold one
+			// until pgrelay streams).
+			repl, sync, err := s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", optionalCopyLockWait)
+			if source.IsLockTimeout(err) {
+				s.log.Warn("did not copy the tables created while pgrelay was stopped: "+source.LockedHint+"; the stream carries their rows, except those of an unlogged table made SET LOGGED, which the next start copies",
+					"tables", strings.Join(added, ", "))
+				return nil, syncLSN, nil
+			}
+			return repl, sync, err
 		}
 		if found {
 			return s.redo(ctx, seed, states, syncLSN)
@@ -142,7 +155,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 	if err := s.tgt.StartSeed(ctx, s.cfg.Slot, info.ConsistentPoint); err != nil {
 		return repl, nil, err
 	}
-	tables, _, err := s.plan(ctx, info.SnapshotName, nil)
+	tables, _, err := s.plan(ctx, info.SnapshotName, nil, 0)
 	if err != nil {
 		return repl, nil, err
 	}
@@ -165,7 +178,7 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 			done[st.Schema+"."+st.Name] = true
 		}
 	}
-	return s.copyUnder(ctx, seed, done, syncLSN, "resuming an interrupted copy")
+	return s.copyUnder(ctx, seed, done, syncLSN, "resuming an interrupted copy", 0)
 }
 
 // copyUnder copies the published tables not in done under a new snapshot;
@@ -178,7 +191,10 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 // stream, which waits for this copy, brings its COMMIT PREPARED. Without a
 // slot the snapshot has no exact LSN, so the one read after it is kept with
 // its transaction ids, which tell each transaction before that LSN in or out.
-func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync, what string) (*source.ReplConn, map[string]tableSync, error) {
+//
+// lockWait, when not 0, bounds the wait for a published table's lock while the
+// tables are read; the error then satisfies source.IsLockTimeout.
+func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync, what string, lockWait time.Duration) (*source.ReplConn, map[string]tableSync, error) {
 	exp, err := connectTo(ctx, "source", s.cfg.SourceURL)
 	if err != nil {
 		return nil, nil, err
@@ -189,7 +205,7 @@ func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	tables, snap, err := s.plan(ctx, info.Name, done)
+	tables, snap, err := s.plan(ctx, info.Name, done, lockWait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,6 +238,10 @@ func (s *seeder) createSlot(ctx context.Context, snap string) (*source.ReplConn,
 	s.log.Info("created slot", "slot", s.cfg.Slot, "consistent_point", info.ConsistentPoint.String(), "two_phase", s.twoPhase)
 	return repl, info, nil
 }
+
+// optionalCopyLockWait bounds the wait for a published table's lock when the
+// tables to copy would arrive through the stream anyway (see seed).
+const optionalCopyLockWait = 10 * time.Second
 
 // slotWaitLogAfter is how long slot creation may take before pgrelay says
 // what it waits for, and how often it says it again.
@@ -271,7 +291,9 @@ func (s *seeder) watchSlotCreation(ctx context.Context) func() {
 // plan reads the published tables as the snapshot sees them, installs them in
 // the catalog and creates them on the target. Tables in skip are left out. It
 // also returns the snapshot's transaction ids (txid_current_snapshot()).
-func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool) ([]snapshot.Table, source.TxidSnapshot, error) {
+// lockWait, when not 0, bounds the wait for a published table's lock (its
+// size is read): the error then satisfies source.IsLockTimeout.
+func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool, lockWait time.Duration) ([]snapshot.Table, source.TxidSnapshot, error) {
 	var snap source.TxidSnapshot
 	conn, err := connectTo(ctx, "source", s.cfg.SourceURL)
 	if err != nil {
@@ -283,6 +305,11 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 	}
 	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshotName+"'"); err != nil {
 		return nil, snap, fmt.Errorf("source: import snapshot %s: %w", snapshotName, err)
+	}
+	if lockWait > 0 {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockWait.Milliseconds())); err != nil {
+			return nil, snap, err
+		}
 	}
 	var snapText string
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&snapText); err != nil {
@@ -410,25 +437,23 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 	return nil
 }
 
-// knownTables returns, for a publication that lists its tables (not FOR ALL
-// TABLES), the published tables the target already has complete —
-// copied by the snapshot (pgrelay.table_state) or created from the stream
+// knownTables returns the published tables the target already has complete
+// — copied by the snapshot (pgrelay.table_state) or created from the stream
 // (pgrelay.relation, by name or source OID) —, the publication's tables, and
-// the names of those the target has not.
-func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map[string]bool, []source.PublishedName, []string, error) {
-	allTables, err := s.allTables(ctx)
-	if err != nil || allTables {
-		// A table joins a FOR ALL TABLES publication only by being
-		// created, and the stream then carries all its rows.
-		return nil, nil, nil, err
+// the names of those the target has not (under FOR ALL TABLES, of those that
+// hold rows).
+func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (done map[string]bool, published []source.PublishedName, added []string, allTables bool, err error) {
+	allTables, err = s.allTables(ctx)
+	if err != nil {
+		return nil, nil, nil, false, err
 	}
-	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
+	published, err = source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		s.log.Warn("could not check for tables added to the publication since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
-		return nil, nil, nil, nil
+		return nil, nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	}
 	known := map[string]bool{}
 	for _, st := range states {
@@ -450,19 +475,49 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (map
 		return err
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("target: read pgrelay.relation: %w", err)
+		return nil, nil, nil, false, fmt.Errorf("target: read pgrelay.relation: %w", err)
 	}
-	done := map[string]bool{}
-	var added []string
+	done = map[string]bool{}
 	for _, p := range published {
 		name := p.Schema + "." + p.Name
 		if known[name] || knownOID[p.OID] {
 			done[name] = true
 			continue
 		}
+		if allTables {
+			// A table joins a FOR ALL TABLES publication by being created,
+			// and the stream then carries all its rows; but an unlogged
+			// table made SET LOGGED joins with the rows it has. Copy the
+			// unknown ones that hold rows (a copy is right either way: the
+			// stream's changes it already holds are skipped).
+			empty, err := s.emptyTable(ctx, p)
+			if err != nil {
+				return nil, nil, nil, false, err
+			}
+			if empty {
+				done[name] = true
+				continue
+			}
+		}
 		added = append(added, name)
 	}
-	return done, published, added, nil
+	return done, published, added, allTables, nil
+}
+
+// emptyTable reports whether the source table p holds no row now. A table
+// locked for long counts as not empty.
+func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, error) {
+	var has bool
+	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM ONLY "+pgx.Identifier{p.Schema, p.Name}.Sanitize()+")").Scan(&has)
+	})
+	if source.IsLockTimeout(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("source: read %s.%s: %w", p.Schema, p.Name, err)
+	}
+	return !has, nil
 }
 
 // allTables reports whether the publication is FOR ALL TABLES.
