@@ -598,7 +598,10 @@ func TestPreflightRoleWithoutReplicationOrPublicationRights(t *testing.T) {
 			if errors.Is(err, source.ErrWALLevel) || errors.Is(err, source.ErrNoFreeSlot) {
 				t.Errorf("spurious problems in %q", err)
 			}
-			if r == nil || r.Replication || r.Superuser || r.User != user || r.PublicationExists || len(r.Problems) != 2 {
+			if want := fmt.Sprintf(`GRANT SELECT ON "public"."orders" TO "%s";`, user); !errors.Is(err, source.ErrCannotRead) || !strings.Contains(err.Error(), want) {
+				t.Errorf("no %q in %q", want, err)
+			}
+			if r == nil || r.Replication || r.Superuser || r.User != user || r.PublicationExists || len(r.Problems) != 3 {
 				t.Errorf("result %+v", r)
 			}
 			for _, p := range r.Problems {
@@ -623,6 +626,48 @@ func TestPreflightRoleWithoutReplicationOrPublicationRights(t *testing.T) {
 			_, err = source.Preflight(ctx, userURL(pg, user, "wrong-Secret"), source.ConnConfig{})
 			if err == nil || !strings.Contains(err.Error(), "password authentication failed") || strings.Contains(err.Error(), "wrong-Secret") {
 				t.Errorf("bad password: %v", err)
+			}
+		})
+	}
+}
+
+// TestPreflightRoleCannotReadTables: a role that may not read a published
+// table (SELECT on it, USAGE on its schema) passed preflight, got its slot
+// created, and then the copy failed with "permission denied" and no GRANT
+// to run. Preflight now names the GRANTs, before anything is created.
+func TestPreflightRoleCannotReadTables(t *testing.T) {
+	for _, major := range harness.Majors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			t.Parallel()
+			pg := harness.Postgres(t, major)
+			ctx := withTimeout(t, time.Minute)
+			pg.Exec(t, `CREATE SCHEMA sales; CREATE TABLE sales.orders (id int PRIMARY KEY); CREATE TABLE public.u (id int PRIMARY KEY);
+				CREATE PUBLICATION readable FOR TABLE sales.orders, public.u`)
+			user, pw := createRole(t, pg, "reader", "REPLICATION")
+			t.Cleanup(func() { pg.Exec(t, "DROP OWNED BY "+pgx.Identifier{user}.Sanitize()) }) // its privileges, before the role
+			pg.Exec(t, "GRANT SELECT ON sales.orders TO "+pgx.Identifier{user}.Sanitize())
+			for _, cfg := range []source.ConnConfig{
+				{Publication: "readable"},
+				// Not created yet: the tables it would publish.
+				{Publication: "not_yet", Tables: []string{"sales.orders", "public.u"}},
+			} {
+				_, err := source.Preflight(ctx, userURL(pg, user, pw), cfg)
+				t.Logf("preflight error:\n%s", err)
+				for _, want := range []string{fmt.Sprintf(`GRANT USAGE ON SCHEMA "sales" TO "%s";`, user), fmt.Sprintf(`GRANT SELECT ON "public"."u" TO "%s";`, user)} {
+					if !errors.Is(err, source.ErrCannotRead) || !strings.Contains(err.Error(), want) {
+						t.Errorf("publication %s: no %q in %v", cfg.Publication, want, err)
+					}
+				}
+				if err != nil && strings.Contains(err.Error(), `"sales"."orders" TO`) {
+					t.Errorf("publication %s: a GRANT of a table the role may read: %v", cfg.Publication, err)
+				}
+			}
+			if got := pg.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_replication_slots WHERE database = current_database()"); got != "0" {
+				t.Errorf("%s slots exist after preflight failed", got)
+			}
+			pg.Exec(t, fmt.Sprintf("GRANT USAGE ON SCHEMA sales TO %[1]s; GRANT SELECT ON public.u TO %[1]s", pgx.Identifier{user}.Sanitize()))
+			if _, err := source.Preflight(ctx, userURL(pg, user, pw), source.ConnConfig{Publication: "readable"}); err != nil {
+				t.Errorf("preflight after the GRANTs: %v", err)
 			}
 		})
 	}

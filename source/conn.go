@@ -44,6 +44,9 @@ var (
 	// ErrPublicationMissing: the publication does not exist and could not be created,
 	// or does not publish a table it should.
 	ErrPublicationMissing = errors.New("publication is missing")
+	// ErrCannotRead: the role may not read a published table (SELECT on it,
+	// USAGE on its schema), which the snapshot copy does.
+	ErrCannotRead = errors.New("cannot read published tables")
 	// ErrUnsupported: the server is too old for a requested feature.
 	ErrUnsupported = errors.New("not supported by this server")
 	// ErrStreamEnded: the server ended the replication stream (CopyDone), usually

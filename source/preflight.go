@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,6 +173,12 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		}
 	}
 
+	if !r.Superuser {
+		if err := checkReadable(ctx, conn, r.User, cfg.Publication, cfg.Tables); err != nil {
+			problem(err)
+		}
+	}
+
 	// Create nothing on a source that cannot serve us anyway; say what is
 	// missing so that one run lists every problem.
 	if len(r.Problems) > 0 {
@@ -292,4 +299,78 @@ func missingTableProblems(ctx context.Context, conn *pgx.Conn, publication strin
 			ErrPublicationMissing, publication, strings.Join(notListed, ", "), quoteIdent(publication), strings.Join(quoted, ", ")))
 	}
 	return problems
+}
+
+// checkReadable returns a problem naming the GRANTs role needs to read the
+// tables the publication publishes (or, when it does not exist yet, the tables
+// pgrelay would publish; a FOR ALL TABLES publication is created by a
+// superuser only): USAGE on their schemas and SELECT on them, without which
+// the snapshot copy fails once the slot exists. A check the publication's
+// locked tables hold up is skipped.
+func checkReadable(ctx context.Context, conn *pgx.Conn, role, publication string, tables []string) error {
+	exists, err := PublicationExists(ctx, conn, publication)
+	if err != nil {
+		return err
+	}
+	const cols = `n.nspname, c.relname, pg_catalog.has_schema_privilege(n.oid, 'USAGE'), pg_catalog.has_table_privilege(c.oid, 'SELECT')`
+	var sql string
+	var args []any
+	switch {
+	case exists:
+		sql = `SELECT ` + cols + ` FROM pg_catalog.pg_publication_tables pt
+			JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
+			JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
+			WHERE pt.pubname = $1 ORDER BY 1, 2`
+		args = []any{publication}
+	case len(tables) > 0:
+		schemas, names := make([]string, len(tables)), make([]string, len(tables))
+		for i, t := range tables {
+			if schemas[i], names[i], err = SplitTableName(t); err != nil {
+				return err
+			}
+		}
+		sql = `SELECT ` + cols + ` FROM unnest($1::text[], $2::text[]) AS w (nsp, rel)
+			JOIN pg_catalog.pg_namespace n ON n.nspname = w.nsp
+			JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = w.rel
+			ORDER BY 1, 2`
+		args = []any{schemas, names}
+	default:
+		return nil
+	}
+	var noUsage, noSelect []string
+	err = WithLockTimeout(ctx, conn, 3*time.Second, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		var nsp, rel string
+		var usage, sel bool
+		_, err = pgx.ForEachRow(rows, []any{&nsp, &rel, &usage, &sel}, func() error {
+			if !usage && !slices.Contains(noUsage, quoteIdent(nsp)) {
+				noUsage = append(noUsage, quoteIdent(nsp))
+			}
+			if !sel {
+				noSelect = append(noSelect, quoteIdent(nsp)+"."+quoteIdent(rel))
+			}
+			return nil
+		})
+		return err
+	})
+	if IsLockTimeout(err) {
+		return nil // the copy says it, if it comes to that
+	}
+	if err != nil {
+		return fmt.Errorf("source: check that role %q may read the published tables: %w", role, err)
+	}
+	var grants []string
+	if len(noUsage) > 0 {
+		grants = append(grants, "GRANT USAGE ON SCHEMA "+strings.Join(noUsage, ", ")+" TO "+quoteIdent(role)+";")
+	}
+	if len(noSelect) > 0 {
+		grants = append(grants, "GRANT SELECT ON "+strings.Join(noSelect, ", ")+" TO "+quoteIdent(role)+";")
+	}
+	if len(grants) == 0 {
+		return nil
+	}
+	return fmt.Errorf("source: %w: role %q lacks privileges the snapshot copy needs: run as their owner or a superuser: %s", ErrCannotRead, role, strings.Join(grants, " "))
 }
