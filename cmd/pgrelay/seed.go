@@ -279,7 +279,7 @@ func (s *seeder) watchSlotCreation(ctx context.Context) func() {
 			if err != nil {
 				s.log.Warn("creating the slot is waiting for transactions on the source to end", "waited", time.Since(start).Round(time.Second), "error", err.Error())
 			} else {
-				s.log.Warn("creating the slot is waiting for the source's open transactions to end (commit or roll back prepared transactions left behind)",
+				s.log.Warn("creating the slot is waiting for the source's open transactions to end (commit or roll back prepared transactions left behind; one named pgrelay_… is held by a pgrelay replicating into a database of this server and ends when its source's does)",
 					"waited", time.Since(start).Round(time.Second), "prepared", prepared, "running", running)
 			}
 			t.Reset(30 * time.Second)
