@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -158,6 +159,7 @@ type Applier struct {
 	streaming bool
 	streamXid uint32
 	streams   map[uint32]*txnBuffer
+	relSeen   map[uint32]relationSeen // see ensureRelation
 	prepared  map[uint32]*preparedTxn
 	// targetPrepared are our GIDs prepared on the target.
 	targetPrepared map[string]bool
@@ -199,6 +201,7 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		log:            log.With("component", "apply", "slot", cfg.Slot),
 		now:            time.Now,
 		streams:        make(map[uint32]*txnBuffer),
+		relSeen:        make(map[uint32]relationSeen),
 		prepared:       make(map[uint32]*preparedTxn),
 		targetPrepared: make(map[string]bool),
 		viaRoot:        make(map[uint32]bool),
@@ -752,7 +755,54 @@ type factsMatcher interface {
 // unknown) and brings the target table up to it. With a sink whose DDL commits
 // implicitly, flushFirst commits the group first; callers pass false only where
 // no target transaction is open.
+//
+// A message the same transaction sent already for the relation, unchanged, is
+// passed over: PostgreSQL sends one before nearly every change after a
+// relcache invalidation (a TRUNCATE of a partitioned table, then its refill,
+// sends one per row), and each would read the source catalog again. The
+// catalog facts read for the first one are the same: they are read once the
+// transaction is committed (or, for one applied at its PREPARE, from before
+// it), whichever of its messages asks.
 func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
+	seen, ok := a.relSeen[rel.RelationID]
+	if ok && xid != 0 && seen.xid == xid && seen.txnLSN == a.txnLSN && sameRelationMessage(seen.rel, rel) {
+		if lag, ok := a.sink.(behindSink); !ok || !lag.Behind(rel.RelationID) {
+			return nil
+		}
+	}
+	if err := a.ensureRelationNow(ctx, lsn, xid, rel, flushFirst); err != nil {
+		return err
+	}
+	if xid != 0 {
+		a.relSeen[rel.RelationID] = relationSeen{xid: xid, txnLSN: a.txnLSN, rel: cloneRelation(rel)}
+	}
+	return nil
+}
+
+// relationSeen is the last Relation message of a relation installed, and the
+// transaction that sent it (its id and its commit or prepare LSN).
+type relationSeen struct {
+	xid    uint32
+	txnLSN source.LSN
+	rel    *source.Relation
+}
+
+func sameRelationMessage(a, b *source.Relation) bool {
+	return a.RelationID == b.RelationID && a.Namespace == b.Namespace && a.Name == b.Name &&
+		a.ReplicaIdentity == b.ReplicaIdentity && slices.Equal(a.Columns, b.Columns)
+}
+
+func cloneRelation(r *source.Relation) *source.Relation {
+	c := *r
+	c.Namespace, c.Name = strings.Clone(r.Namespace), strings.Clone(r.Name)
+	c.Columns = slices.Clone(r.Columns)
+	for i := range c.Columns {
+		c.Columns[i].Name = strings.Clone(c.Columns[i].Name)
+	}
+	return &c
+}
+
+func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
 	if lsn == 0 {
 		// Relation messages come in XLogData without a WAL position: name the
 		// transaction's commit instead.

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/pgrelay/pgrelay/apply/applytest"
@@ -104,5 +106,43 @@ func TestTableSyncSnapshotJudgesEveryTransactionByXid(t *testing.T) {
 	h.feed(0x300, &source.StreamStart{Xid: 11, FirstSegment: true}, sins(11, 2, "110", "c"), &source.StreamStop{})
 	h.feed(0x310, &source.StreamCommit{Xid: 11, CommitLSN: 0x310, EndLSN: 0x318})
 	h.expect("begin", "insert public.t2 (110,c)", "commit 0/318")
+	h.noProblems()
+}
+
+// countingFacts counts the source catalog reads.
+type countingFacts struct {
+	applytest.NoFacts
+	reads int
+}
+
+func (f *countingFacts) TableFacts(ctx context.Context, schemaName, table string) (schema.TableFacts, error) {
+	f.reads++
+	return f.NoFacts.TableFacts(ctx, schemaName, table)
+}
+
+// After a relcache invalidation (a TRUNCATE of a partitioned table, then its
+// refill) PostgreSQL sends a Relation message before nearly every change of a
+// transaction; each read the source catalog again, about a millisecond each.
+// The same message again in the same transaction reads nothing; a changed one,
+// or the same in the next transaction, does.
+func TestRepeatedRelationMessageReadsCatalogOnce(t *testing.T) {
+	facts := &countingFacts{}
+	h := newHarnessFacts(t, testConfig(t), applytest.New(0), facts)
+	h.feed(0x100, &source.StreamStart{Xid: 10, FirstSegment: true})
+	for i := range 50 {
+		r := rel(1, "v")
+		r.Xid = 10
+		h.feed(0x101+source.LSN(i), r, sins(10, 1, fmt.Sprint(i), "x"))
+	}
+	h.feed(0x200, &source.StreamStop{}, &source.StreamCommit{Xid: 10, CommitLSN: 0x200, EndLSN: 0x208})
+	h.flush()
+	if facts.reads != 1 {
+		t.Errorf("50 identical Relation messages in one transaction read the catalog %d times, want 1", facts.reads)
+	}
+	h.feed(0x300, begin(11, 0x310), rel(1, "v"), ins(1, "100", "y"), rel(1, "v", "w"), ins(1, "101", "y", "z"), commit(0x310, 0x318))
+	h.flush()
+	if facts.reads != 3 {
+		t.Errorf("after the next transaction's two different messages: %d catalog reads, want 3", facts.reads)
+	}
 	h.noProblems()
 }
