@@ -941,7 +941,7 @@ func TestE2ESlotWaitsForPrepared(t *testing.T) {
 		}
 	})
 	p := e.start("migrate")
-	l := p.waitLog(t, "creating the slot is waiting for the source's open transactions to end (commit or roll back prepared transactions left behind)", time.Minute)
+	l := p.waitLog(t, "creating the slot is waiting for the source's open transactions to end (commit or roll back prepared transactions left behind; one named pgrelay_… is held by a pgrelay replicating into a database of this server and ends when its source's does)", time.Minute)
 	if !strings.Contains(fmt.Sprint(l["prepared"]), "left_behind") {
 		t.Errorf("the wait does not name the prepared transaction: %v", l)
 	}
