@@ -667,6 +667,10 @@ func classifyPgError(err error, slot string) error {
 		return fmt.Errorf("%w: %s: raise max_replication_slots (restart needed) or drop an unused slot", ErrNoFreeSlot, pgErr.Message)
 	case pgErr.Code == "42501" && strings.Contains(pgErr.Message, "replication"):
 		return fmt.Errorf("%w: %s: run ALTER ROLE <user> REPLICATION; as a superuser", ErrNoReplicationRole, pgErr.Message)
+	case pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "invalid memory alloc request size"):
+		// pgoutput sends values in text form, a bytea as hex: twice its size,
+		// over PostgreSQL's 1 GB allocation limit for one over 512 MiB.
+		return fmt.Errorf("%w: the source cannot send a value of the next transaction: in text form, which pgrelay streams, it is over PostgreSQL's 1 GB limit (a bytea over 512 MiB, sent as hex, or a value near 1 GB); no later transaction can come through this slot: make such values smaller on the source, then copy again (pgrelay teardown, then start again)", err)
 	case strings.Contains(pgErr.Message, "could not map filenumber") || strings.Contains(pgErr.Message, "could not map filenode"):
 		// Seen on 16 and 18: DDL in a rolled-back savepoint of a transaction
 		// decoded in streaming mode.
