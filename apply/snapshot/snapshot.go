@@ -36,7 +36,7 @@ type Target interface {
 
 // Cleaner is the capability to empty a target table before its copy.
 type Cleaner interface {
-	CopyFromClean(ctx context.Context, t *schema.Table, r io.Reader) (int64, error)
+	Empty(ctx context.Context, t *schema.Table) error
 }
 
 // IndexBuilder is the capability to build secondary indexes from the source's
@@ -128,6 +128,7 @@ type tableRun struct {
 	casts     []string
 	started   atomic.Bool // a worker took its first job: copying
 	remaining atomic.Int32
+	finished  atomic.Bool // copied and indexed
 	rows      atomic.Int64
 	bytes     atomic.Int64
 }
@@ -142,7 +143,9 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	start := time.Now()
 	// Largest tables first so the long ones do not start last.
 	sort.SliceStable(tables, func(i, j int) bool { return tables[i].Published.Bytes > tables[j].Published.Bytes })
+	steps := &Steps{Log: cfg.Log, What: "preparing the copy: reading indexes", Total: len(tables)}
 	for i := range tables {
+		steps.Done(i)
 		if indexes != nil {
 			// Read now, on one connection: the reader is not for concurrent use.
 			defs, err := indexes.IndexDefs(ctx, tables[i].Table.Schema, tables[i].Table.Name)
@@ -155,7 +158,9 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	runs, jobs := planJobs(tables, src.Major, cfg)
 
 	// Empty what must be emptied once, before any range of it loads.
-	for _, r := range runs {
+	steps = &Steps{Log: cfg.Log, What: "preparing the copy: emptying the target tables", Total: len(runs)}
+	for i, r := range runs {
+		steps.Done(i)
 		if err := target.SetTableState(ctx, cfg.Slot, sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TablePending}); err != nil {
 			return Result{}, err
 		}
@@ -164,7 +169,7 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 			if !ok {
 				return Result{}, fmt.Errorf("snapshot: the target cannot empty %s before copying it", r.Table.Table.QualifiedName())
 			}
-			if _, err := cl.CopyFromClean(ctx, r.Table.Table, strings.NewReader("")); err != nil {
+			if err := cl.Empty(ctx, r.Table.Table); err != nil {
 				return Result{}, fmt.Errorf("snapshot: empty %s on the target before copying it: %w", r.Table.Table.QualifiedName(), err)
 			}
 			if kd, ok := target.(KeyDeferrer); ok {
@@ -532,6 +537,7 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
 		return err
 	}
+	r.finished.Store(true)
 	format := "text"
 	if r.casts != nil {
 		format = "binary"

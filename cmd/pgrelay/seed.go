@@ -318,12 +318,15 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 	if snap, err = source.ParseTxidSnapshot(snapText); err != nil {
 		return nil, snap, err
 	}
+	s.log.Info("reading the published tables' definitions", "publication", s.cfg.Publication)
 	published, err := source.ReadPublishedTables(ctx, conn, s.cfg.Publication, s.major)
 	if err != nil {
 		return nil, snap, err
 	}
 	var out []snapshot.Table
-	for _, pt := range published {
+	steps := &snapshot.Steps{Log: s.log, What: "preparing the copy: creating the target tables", Total: len(published)}
+	for i, pt := range published {
+		steps.Done(i)
 		name := pt.Relation.Namespace + "." + pt.Relation.Name
 		if skip[name] {
 			continue

@@ -20,13 +20,18 @@ func (s *Sink) CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (int6
 	return s.copyFrom(ctx, t, r, copyOptions{})
 }
 
-// CopyFromClean truncates t's target table and loads r in the same
-// transaction, with COPY FREEZE. Use it to redo a table whose earlier copy did
-// not finish: the table starts clean and the rows need no later vacuum freeze.
-// It must be the only load into the table (not for parallel CTID ranges:
-// truncate once, then CopyFrom each range).
-func (s *Sink) CopyFromClean(ctx context.Context, t *schema.Table, r io.Reader) (int64, error) {
-	return s.copyFrom(ctx, t, r, copyOptions{clean: true})
+// Empty truncates t's target table, on the sink's metadata connection: a
+// table is emptied once before its copy, which may load it in parallel CTID
+// ranges (CopyFrom each), and with thousands of tables a connection of its
+// own for each cost most of the time before the first row was copied.
+func (s *Sink) Empty(ctx context.Context, t *schema.Table) error {
+	qname := quotedTable(s.dialect, t)
+	return s.withMeta(ctx, func(conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, "TRUNCATE "+qname); err != nil {
+			return &ChangeError{Op: "truncate", Table: qname, Err: err}
+		}
+		return nil
+	})
 }
 
 // CopyFromBinary is CopyFrom for COPY binary data, for a table TakesBinary
@@ -99,7 +104,6 @@ func serverMajor(conn *pgx.Conn) int {
 
 // copyOptions are the options of one target COPY.
 type copyOptions struct {
-	clean  bool // truncate the table first, in the same transaction, and load WITH FREEZE
 	binary bool // COPY binary format instead of text
 }
 
@@ -116,12 +120,6 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	if o.binary {
 		with = append(with, "FORMAT binary")
 	}
-	if o.clean {
-		if _, err := pg.Exec(ctx, "BEGIN; TRUNCATE "+ts.qname).ReadAll(); err != nil {
-			return 0, classify(&ChangeError{Op: "truncate", Table: ts.qname, Err: err}, conn.IsClosed())
-		}
-		with = append(with, "FREEZE")
-	}
 	if len(with) > 0 {
 		sql += " WITH (" + strings.Join(with, ", ") + ")"
 	}
@@ -135,11 +133,6 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 			}
 		}
 		return 0, classify(ce, conn.IsClosed())
-	}
-	if o.clean {
-		if _, err := pg.Exec(ctx, "COMMIT").ReadAll(); err != nil {
-			return 0, classify(&ChangeError{Op: "commit copy into", Table: ts.qname, Err: err}, conn.IsClosed())
-		}
 	}
 	return tag.RowsAffected(), nil
 }
