@@ -602,6 +602,48 @@ func TestSinkPostgresEmpty(t *testing.T) {
 	wantQuery(t, pg, "3 full", "SELECT count(*) || ' ' || min(name) FROM public.clean")
 }
 
+// TestSinkPostgresBulkConnections: bulk loads reuse the connection of an
+// earlier load that ended well (a snapshot of thousands of small tables
+// opened one per table); one whose load failed is closed.
+func TestSinkPostgresBulkConnections(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "bulk_conns")
+	ensure(t, s, tb)
+	// The sessions whose last statement was a COPY into the table, now idle.
+	loaders := func() string {
+		return pg.QueryString(t, `SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '') FROM pg_catalog.pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle' AND query LIKE 'COPY %bulk_conns%'`)
+	}
+	var pids []string
+	for i := range 4 {
+		if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader(fmt.Sprintf("%d\tx\t\\N\n", i+1))); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, loaders())
+	}
+	for _, p := range pids {
+		if p == "" || strings.Contains(p, ",") || p != pids[0] {
+			t.Fatalf("loading sessions after each of 4 loads: %q, want one and the same", pids)
+		}
+	}
+	wantQuery(t, pg, "4", "SELECT count(*) FROM public.bulk_conns")
+	// A failed load's connection is not kept.
+	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("not a number\tx\t\\N\n")); err == nil {
+		t.Fatal("a bad row loaded")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for loaders() != "" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := loaders(); got != "" {
+		t.Errorf("the session of a failed load is kept: %s", got)
+	}
+	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("5\tx\t\\N\n")); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery(t, pg, "5", "SELECT count(*) FROM public.bulk_conns")
+}
+
 // TestSinkPostgresTakesBinary: the target takes COPY binary data only when
 // every column is of exactly the source's type, of a type whose binary form
 // is the same on both servers; CopyFromBinary then loads what a source's

@@ -13,7 +13,8 @@ import (
 )
 
 // CopyFrom loads rows in COPY text format (columns in t's order) into t's
-// target table on a connection of its own, committing at the end: a failure
+// target table on a connection of its own (kept for later loads),
+// committing at the end: a failure
 // leaves nothing of this call behind. Several CopyFrom calls may run at once
 // (parallel copy of tables or of CTID ranges of one table).
 func (s *Sink) CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (int64, error) {
@@ -109,11 +110,11 @@ type copyOptions struct {
 
 func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o copyOptions) (rows int64, err error) {
 	ts := newTableStatements(s.dialect, t)
-	conn, err := s.connect(ctx)
+	conn, err := s.bulkConn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { s.releaseBulk(ctx, conn, err == nil) }()
 	pg := conn.PgConn()
 	sql := ts.copySQL
 	var with []string

@@ -193,6 +193,11 @@ type Sink struct {
 
 	metaMu sync.Mutex
 	meta   *pgx.Conn // metadata helpers' connection, opened on first use
+
+	// bulkIdle are the connections of bulk loads that ended well, for the next
+	// ones: a snapshot of thousands of small tables opened one per table.
+	bulkMu   sync.Mutex
+	bulkIdle []*pgx.Conn
 }
 
 // New connects to the target at url (a libpq URL or key=value string).
@@ -296,10 +301,50 @@ func (s *Sink) Close(ctx context.Context) error {
 		s.meta = nil
 	}
 	s.metaMu.Unlock()
+	s.bulkMu.Lock()
+	for _, c := range s.bulkIdle {
+		errs = append(errs, c.Close(ctx))
+	}
+	s.bulkIdle = nil
+	s.bulkMu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sink/postgres: close: %w", err)
 	}
 	return nil
+}
+
+// maxBulkIdle is how many bulk-load connections are kept idle.
+const maxBulkIdle = 16
+
+// bulkConn returns a connection for a bulk load: an idle one of an earlier
+// load, or a new one.
+func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
+	s.bulkMu.Lock()
+	for len(s.bulkIdle) > 0 {
+		c := s.bulkIdle[len(s.bulkIdle)-1]
+		s.bulkIdle = s.bulkIdle[:len(s.bulkIdle)-1]
+		if !c.IsClosed() {
+			s.bulkMu.Unlock()
+			return c, nil
+		}
+	}
+	s.bulkMu.Unlock()
+	return s.connect(ctx)
+}
+
+// releaseBulk keeps conn for the next bulk load when its load ended well and
+// it is idle, outside a transaction; otherwise it closes it.
+func (s *Sink) releaseBulk(ctx context.Context, conn *pgx.Conn, ok bool) {
+	if ok && !conn.IsClosed() && conn.PgConn().TxStatus() == 'I' {
+		s.bulkMu.Lock()
+		if len(s.bulkIdle) < maxBulkIdle {
+			s.bulkIdle = append(s.bulkIdle, conn)
+			s.bulkMu.Unlock()
+			return
+		}
+		s.bulkMu.Unlock()
+	}
+	_ = conn.Close(context.WithoutCancel(ctx))
 }
 
 // statementsFor returns the prepared statements of t's version, creating the
