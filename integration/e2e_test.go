@@ -2398,3 +2398,27 @@ func TestE2EMigrateSequencesWhilePrepared(t *testing.T) {
 		t.Errorf("%s of 2 serial columns have their default on the target", got)
 	}
 }
+
+// TestE2ESeededWithoutCopyThenAuto: a target loaded by the user (here a
+// copy of the table's rows), seeded with PGRELAY_SNAPSHOT=never, then run
+// with the default auto, as BenchmarkDrain does. Under FOR ALL TABLES a start
+// copies unknown tables that hold rows (an unlogged table made SET LOGGED);
+// it took every user-loaded table for one and refused to replace its rows.
+func TestE2ESeededWithoutCopyThenAuto(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE seeded (id int PRIMARY KEY, v text); INSERT INTO seeded SELECT g, 'old' FROM generate_series(1, 100) g")
+	e.tgt.Exec(t, "CREATE TABLE seeded (id int PRIMARY KEY, v text); INSERT INTO seeded SELECT g, 'old' FROM generate_series(1, 100) g")
+	never := *e
+	never.extra = append(slices.Clone(e.extra), "PGRELAY_SNAPSHOT=never")
+	p := never.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	e.src.Exec(t, "UPDATE seeded SET v = 'new' WHERE id <= 10")
+	m := e.mustRun(2*time.Minute, "migrate")
+	if _, ok := m.findLog("tables were added to the publication since the snapshot copy: copying them"); ok {
+		t.Errorf("a user-loaded table was taken for one added; log:\n%s", m.logs())
+	}
+	e2eCompare(t, e)
+}

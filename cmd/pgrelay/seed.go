@@ -450,6 +450,12 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
+	if allTables && len(states) == 0 {
+		// Seeded without a copy (PGRELAY_SNAPSHOT=never): the target's
+		// tables were loaded some other way, and those cannot be told from
+		// a table made SET LOGGED since, which is left to the stream.
+		return nil, nil, nil, true, nil
+	}
 	published, err = source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		s.log.Warn("could not check for tables added to the publication since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
