@@ -1501,6 +1501,15 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 		a.log.Info("prepared transaction already committed on the target", "gid", gid, "lsn", m.EndLSN)
 		return a.finishTxn(ctx, 0, p, nil)
 	}
+	// The walsender may send COMMIT PREPARED a moment before the source makes
+	// the transaction visible to new snapshots: fill values of the columns it
+	// added (sink.PreparedFills), read from the source catalog as the target
+	// commits, would not be there yet, and older rows would keep NULL.
+	if w, ok := a.cat.(commitWaiter); ok && a.fills != nil {
+		if err := w.WaitCommitted(ctx, m.Xid); err != nil {
+			return fmt.Errorf("apply: Commit Prepared of transaction %d at %s: %w", m.Xid, lsn, err)
+		}
+	}
 	if err := a.finishOnTarget(ctx, lsn, gid, p, true); err != nil {
 		return err
 	}
