@@ -45,19 +45,9 @@ func TestTableSyncLSNSkipsChangesInTheCopy(t *testing.T) {
 func TestTableSyncSnapshotJudgesPreparedByXid(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.TwoPhase = true
-	cfg.TableSyncLSN = func(tb *schema.Table) source.LSN {
-		if tb.Name == "t2" {
-			return 0x400
-		}
-		return 0
-	}
 	// Transaction 7 committed before the snapshot (visible), 9 was prepared
 	// but not committed then (in xip).
-	snap, err := source.ParseTxidSnapshot("5:20:9")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.TableSyncSnapshot = func(tb *schema.Table) (source.TxidSnapshot, bool) { return snap, tb.Name == "t2" }
+	syncT2(t, &cfg, "5:20:9")
 	h := newHarness(t, cfg, applytest.New(0))
 	h.feed(0x100, rel(1, "v"), rel(2, "v"))
 	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil")
@@ -84,18 +74,8 @@ func TestTableSyncSnapshotJudgesPreparedByXid(t *testing.T) {
 func TestTableSyncSnapshotJudgesEveryTransactionByXid(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.GroupMaxRows = 1
-	cfg.TableSyncLSN = func(tb *schema.Table) source.LSN {
-		if tb.Name == "t2" {
-			return 0x400
-		}
-		return 0
-	}
 	// 7 committed before the snapshot; 9 and 11 were running when it was taken.
-	snap, err := source.ParseTxidSnapshot("5:20:9,11")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.TableSyncSnapshot = func(tb *schema.Table) (source.TxidSnapshot, bool) { return snap, tb.Name == "t2" }
+	syncT2(t, &cfg, "5:20:9,11")
 	h := newHarness(t, cfg, applytest.New(0))
 	h.feed(0x100, rel(1, "v"), rel(2, "v"))
 	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil")
@@ -145,4 +125,21 @@ func TestRepeatedRelationMessageReadsCatalogOnce(t *testing.T) {
 		t.Errorf("after the next transaction's two different messages: %d catalog reads, want 3", facts.reads)
 	}
 	h.noProblems()
+}
+
+// syncT2 makes t2 a table copied under a later snapshot than the slot's:
+// taken at 0x400, with transaction ids snap (txid_current_snapshot form).
+func syncT2(t *testing.T, cfg *Config, snap string) {
+	t.Helper()
+	cfg.TableSyncLSN = func(tb *schema.Table) source.LSN {
+		if tb.Name == "t2" {
+			return 0x400
+		}
+		return 0
+	}
+	ids, err := source.ParseTxidSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TableSyncSnapshot = func(tb *schema.Table) (source.TxidSnapshot, bool) { return ids, tb.Name == "t2" }
 }
