@@ -173,19 +173,19 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		}
 	}
 
-	if !r.Superuser {
-		if err := checkReadable(ctx, conn, r.User, cfg.Publication, cfg.Tables); err != nil {
+	exists, existsErr := PublicationExists(ctx, conn, cfg.Publication)
+	if !r.Superuser && existsErr == nil {
+		if err := checkReadable(ctx, conn, r.User, cfg.Publication, exists, cfg.Tables); err != nil {
 			problem(err)
 		}
 	}
 
 	// Create nothing on a source that cannot serve us anyway; say what is
 	// missing so that one run lists every problem.
-	if len(r.Problems) > 0 {
-		exists, err := PublicationExists(ctx, conn, cfg.Publication)
+	if existsErr != nil || len(r.Problems) > 0 {
 		switch {
-		case err != nil:
-			problem(err)
+		case existsErr != nil:
+			problem(existsErr)
 		case !exists && !r.Superuser: // a superuser's run creates it once the rest is fixed
 			sql, err := CreatePublicationSQL(cfg.Publication, cfg.Tables)
 			if err != nil {
@@ -307,11 +307,8 @@ func missingTableProblems(ctx context.Context, conn *pgx.Conn, publication strin
 // superuser only): USAGE on their schemas and SELECT on them, without which
 // the snapshot copy fails once the slot exists. A check the publication's
 // locked tables hold up is skipped.
-func checkReadable(ctx context.Context, conn *pgx.Conn, role, publication string, tables []string) error {
-	exists, err := PublicationExists(ctx, conn, publication)
-	if err != nil {
-		return err
-	}
+func checkReadable(ctx context.Context, conn *pgx.Conn, role, publication string, exists bool, tables []string) error {
+	var err error
 	const cols = `n.nspname, c.relname, pg_catalog.has_schema_privilege(n.oid, 'USAGE'), pg_catalog.has_table_privilege(c.oid, 'SELECT')`
 	var sql string
 	var args []any
