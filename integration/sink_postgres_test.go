@@ -1128,6 +1128,37 @@ func TestSinkPostgresCommitAsync(t *testing.T) {
 	// Handed over: the sink works again.
 	mustApply(t, s, 5000, sinktest.Upd(tb, 4500, sinktest.Row(T("1"), T("d"), N())))
 	wantQuery(t, pg, "d", "SELECT name FROM public.async_items WHERE id = 1")
+
+	// Runs of inserts go out as COPY from the goroutine that sends, after the
+	// statements before them: the next transaction's runs are encoded while
+	// the previous COPY may still be on the wire (the race detector sees a
+	// shared buffer), and a run keeps its place among the statements.
+	run := func(from, n int, lsn source.LSN, name string) []*sink.Change {
+		var out []*sink.Change
+		for i := range n {
+			out = append(out, sinktest.Ins(tb, lsn+source.LSN(i), sinktest.Row(T(fmt.Sprint(from+i)), T(name), N())))
+		}
+		return out
+	}
+	asyncCommit(6000, run(200, 100, 5001, "copy1")...)
+	chs = append(run(300, 100, 6001, "copy2"), sinktest.Upd(tb, 6101, sinktest.Row(T("350"), T("after"), N())))
+	asyncCommit(7000, append(chs, run(400, 100, 6102, "copy3")...)...)
+	if err := s.Settle(ctx); err != nil {
+		t.Fatalf("Settle after COPY runs: %v", err)
+	}
+	wantQuery(t, pg, "copy1 100,copy2 99,after 1,copy3 100", "SELECT string_agg(name || ' ' || n, ',' ORDER BY min) FROM (SELECT name, count(*) n, min(id) FROM public.async_items WHERE id >= 200 GROUP BY name) x")
+	wantQuery(t, pg, "0/1B58", "SELECT lsn FROM pgrelay.progress")
+
+	// A COPY that fails names its row, and nothing of the group commits.
+	chs = run(500, 100, 7001, "copyfail")
+	chs[40] = sinktest.Ins(tb, 7041, sinktest.Row(T("1"), T("copyfail"), N()))
+	asyncCommit(8000, chs...)
+	err = s.Settle(ctx)
+	if err == nil || !strings.Contains(err.Error(), "async_items") || !strings.Contains(err.Error(), source.LSN(7041).String()) {
+		t.Fatalf("Settle: %v, want the duplicate key of the COPY at %s", err, source.LSN(7041))
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.async_items WHERE name = 'copyfail'")
+	wantQuery(t, pg, "0/1B58", "SELECT lsn FROM pgrelay.progress")
 }
 
 // TestSinkPostgresRenamedByRelationOID: after a restart, a table whose name is

@@ -171,17 +171,20 @@ type Sink struct {
 	// behind holds the relations whose target table was left at an older
 	// definition than the source catalog's (see heldByPrepared): their
 	// next EnsureTable alters them even when the version is unchanged.
-	behind      map[uint32]bool
-	stmtSeq     int
-	deallocate  []string             // prepared statements of replaced table versions
-	retired     []*tableStatements   // forgotten during the open transaction
-	cur         *Tx                  // the open transaction, if any
-	fill        sink.FillResolver    // fill values of columns prepared transactions added
-	namer       schema.RelationNamer // where a source relation is now (identity.go)
-	indexes     schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
-	copyJoined  bool                 // see CopyJoinedTables
-	log         *slog.Logger
-	copyScratch []byte // reused COPY buffer of the apply connection
+	behind     map[uint32]bool
+	stmtSeq    int
+	deallocate []string             // prepared statements of replaced table versions
+	retired    []*tableStatements   // forgotten during the open transaction
+	cur        *Tx                  // the open transaction, if any
+	fill       sink.FillResolver    // fill values of columns prepared transactions added
+	namer      schema.RelationNamer // where a source relation is now (identity.go)
+	indexes    schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
+	copyJoined bool                 // see CopyJoinedTables
+	log        *slog.Logger
+	// Reused COPY buffers of the apply connection: one may be on the wire
+	// while the next run is encoded into the other (copyFlip).
+	copyScratch [2][]byte
+	copyFlip    int
 
 	stats stats
 

@@ -376,16 +376,35 @@ func (tx *Tx) wait() error {
 // wait: at the next send, at Commit, or before any other use of the
 // connection, so nothing is committed past a failed statement.
 func (tx *Tx) sendAsync(ctx context.Context) error {
+	return tx.sendAsyncThen(ctx, nil)
+}
+
+// sendAsyncThen is sendAsync followed, on the same goroutine, by the COPY of
+// an insert run (nil: none). The copy's outcome is taken like the batch's.
+func (tx *Tx) sendAsyncThen(ctx context.Context, c *copyJob) error {
 	if err := tx.wait(); err != nil {
 		return err
 	}
-	if len(tx.ops) == 0 {
+	if len(tx.ops) == 0 && c == nil {
 		return nil
 	}
 	conn, ops, batch, keys := tx.take()
 	done := make(chan error, 1)
 	tx.inflight = done
-	go func() { done <- tx.s.exec(ctx, conn, ops, batch, keys) }()
+	s := tx.s
+	go func() {
+		if len(ops) > 0 {
+			if err := s.exec(ctx, conn, ops, batch, keys); err != nil {
+				done <- err
+				return
+			}
+		}
+		if c != nil {
+			done <- s.copyRun(ctx, conn, c)
+			return
+		}
+		done <- nil
+	}()
 	return nil
 }
 
@@ -693,22 +712,39 @@ func (tx *Tx) flushRun(ctx context.Context) error {
 		return nil
 	}
 	tx.queueBegin()
-	if err := tx.send(ctx); err != nil {
-		return err
-	}
-	conn := tx.s.conn
-	data := r.encode(tx.s.copyScratch[:0])
-	tx.s.copyScratch = data[:0]
-	_, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(data), r.ts.copySQL)
-	if err != nil {
-		ce := &ChangeError{Op: "copy into", Table: r.ts.qname, LSN: r.lsns[0], LastLSN: r.lsns[r.rows-1], Err: err}
-		if line := copyLine(err); line >= 1 && line <= r.rows {
-			ce.LSN, ce.LastLSN = r.lsns[line-1], 0
+	// The COPY follows the statements queued before it on the goroutine
+	// that sends them: the target works through both while the caller goes
+	// on (a group's last run of inserts used to hold up the applier until
+	// the target had executed the whole group). Its encoding goes to the
+	// buffer the previous COPY, possibly still on the wire, does not use.
+	s := tx.s
+	s.copyFlip ^= 1
+	data := r.encode(s.copyScratch[s.copyFlip][:0])
+	s.copyScratch[s.copyFlip] = data[:0]
+	c := &copyJob{sql: r.ts.copySQL, table: r.ts.qname, data: data, lsns: append([]source.LSN(nil), r.lsns[:r.rows]...)}
+	return tx.sendAsyncThen(ctx, c)
+}
+
+// copyJob is the COPY of an insert run, sent after the statements queued
+// before it.
+type copyJob struct {
+	sql, table string
+	data       []byte
+	lsns       []source.LSN // of the rows, in order
+}
+
+// copyRun runs c on conn and maps a failure to the row it names. It touches no
+// Tx state: sendAsyncThen runs it on another goroutine.
+func (s *Sink) copyRun(ctx context.Context, conn *pgx.Conn, c *copyJob) error {
+	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(c.data), c.sql); err != nil {
+		ce := &ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: err}
+		if line := copyLine(err); line >= 1 && line <= len(c.lsns) {
+			ce.LSN, ce.LastLSN = c.lsns[line-1], 0
 		}
-		return tx.fail(classify(ce, conn.IsClosed()))
+		return classify(ce, conn.IsClosed())
 	}
-	tx.s.stats.copyRuns.Add(1)
-	tx.s.stats.copyRows.Add(int64(r.rows))
+	s.stats.copyRuns.Add(1)
+	s.stats.copyRows.Add(int64(len(c.lsns)))
 	return nil
 }
 
