@@ -59,6 +59,13 @@ func Run(ctx context.Context, stream FrameSource, dec Decoder, a *Applier) error
 		}
 	}
 	reporter, _ := stream.(ReceivedReporter)
+	handle := func(f source.Frame) error {
+		msg, err := dec.Decode(f.Data)
+		if err != nil {
+			return fmt.Errorf("apply: decode message at %s: %w", f.WALStart, err)
+		}
+		return a.Handle(ctx, f.WALStart, msg)
+	}
 	for {
 		var err error
 		select {
@@ -70,12 +77,21 @@ func Run(ctx context.Context, stream FrameSource, dec Decoder, a *Applier) error
 				ack()
 				return err
 			}
-			var msg source.Message
-			msg, err = dec.Decode(f.Data)
-			if err != nil {
-				return fmt.Errorf("apply: decode message at %s: %w", f.WALStart, err)
+			err = handle(f)
+			// The frames already waiting are taken without a select and a
+			// timer reset each: during a backlog those cost more than
+			// decoding. A burst is bounded so ctx is still looked at.
+			for n := 1; err == nil && n < burstFrames; n++ {
+				select {
+				case f, ok = <-frames:
+				default:
+					ok = false
+				}
+				if !ok {
+					break // empty or closed: the outer select sees which
+				}
+				err = handle(f)
 			}
-			err = a.Handle(ctx, f.WALStart, msg)
 		case <-timer.C:
 			// Read before looking at the channel: a frame noted by the reader
 			// but not yet delivered then starts at or before this position.
@@ -99,3 +115,6 @@ func Run(ctx context.Context, stream FrameSource, dec Decoder, a *Applier) error
 		timer.Reset(idle)
 	}
 }
+
+// burstFrames bounds how many waiting frames Run takes in a row.
+const burstFrames = 256
