@@ -642,6 +642,30 @@ func TestSinkPostgresBulkConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantQuery(t, pg, "5", "SELECT count(*) FROM public.bulk_conns")
+
+	// The primary key and secondary indexes are built on the pool's sessions
+	// too (one each before, whose first catalog query took 5 ms).
+	session := func(like string) string {
+		return pg.QueryString(t, `SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_catalog.pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle' AND query LIKE $1`, like)
+	}
+	pool := loaders()
+	if _, err := s.DropPrimaryKey(t.Context(), tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddPrimaryKey(t.Context(), tb); err != nil {
+		t.Fatal(err)
+	}
+	if got := session("ALTER TABLE%bulk_conns%PRIMARY KEY%"); got != pool {
+		t.Errorf("the key was added by session %q, the pool holds %q", got, pool)
+	}
+	if err := s.CreateIndexes(t.Context(), tb, []string{"CREATE INDEX bulk_conns_name ON public.bulk_conns (name)"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := session("CREATE INDEX%bulk_conns_name%"); got != pool {
+		t.Errorf("the index was built by session %q, the pool holds %q", got, pool)
+	}
+	wantQuery(t, pg, "2", "SELECT count(*) FROM pg_catalog.pg_index WHERE indrelid = 'public.bulk_conns'::regclass")
 }
 
 // TestSinkPostgresTakesBinary: the target takes COPY binary data only when

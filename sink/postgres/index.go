@@ -14,16 +14,17 @@ import (
 // CreateIndexes builds secondary indexes on t's target table from the source's
 // definitions (pg_get_indexdef, schema-qualified; a PostgreSQL target keeps the
 // source's schema and table names). It runs after the snapshot copy, on a
-// connection of its own, so several tables' indexes build at once. An index
+// connection of its own (from the bulk loads' pool), so several tables'
+// indexes build at once. An index
 // that already exists is left alone, so a redone copy can call it again. One
 // the target cannot build (an older server than the source) is left out with
 // a warning: nothing replicated depends on a secondary index.
-func (s *Sink) CreateIndexes(ctx context.Context, t *schema.Table, defs []string) error {
-	conn, err := s.connect(ctx)
+func (s *Sink) CreateIndexes(ctx context.Context, t *schema.Table, defs []string) (err error) {
+	conn, err := s.bulkConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { s.releaseBulk(ctx, conn, err == nil) }()
 	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '256MB'"); err != nil {
 		return classify(fmt.Errorf("sink/postgres: build indexes of %s: %w", t.QualifiedName(), err), conn.IsClosed())
 	}
@@ -77,8 +78,11 @@ func (s *Sink) DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error
 	return dropped, nil
 }
 
-// AddPrimaryKey gives t's target table its primary key when it has none.
-func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) error {
+// AddPrimaryKey gives t's target table its primary key when it has none. Like
+// CreateIndexes it runs on a connection of the bulk loads' pool: a snapshot of
+// thousands of small tables opened a session per table for it, whose first
+// catalog query alone took 5 ms.
+func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) (err error) {
 	pk, ok := s.dialect.(interface{ AddPrimaryKey(*schema.Table) string })
 	if !ok {
 		return nil
@@ -88,11 +92,11 @@ func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) error {
 		return nil
 	}
 	qname := quotedTable(s.dialect, t)
-	conn, err := s.connect(ctx)
+	conn, err := s.bulkConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { s.releaseBulk(ctx, conn, err == nil) }()
 	var has bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = $1::regclass AND contype = 'p')", qname).Scan(&has); err != nil {
 		return classify(fmt.Errorf("sink/postgres: add the primary key of %s: %w", qname, err), conn.IsClosed())
