@@ -118,3 +118,32 @@ func TestPlanJobsPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadsWithoutKey: a table loads without its primary key from 256 kB on,
+// a table published through its root by its partitions' sizes.
+func TestLoadsWithoutKey(t *testing.T) {
+	parts := func(bytes ...int64) Table {
+		tb := table("root", 0, 0)
+		tb.Published.Partitioned = true
+		for i, b := range bytes {
+			tb.Published.Parts = append(tb.Published.Parts, source.Part{Name: fmt.Sprint("p", i), Pages: b / 8192, Bytes: b})
+		}
+		return tb
+	}
+	for _, c := range []struct {
+		name string
+		t    Table
+		want bool
+	}{
+		{"one page", table("small", 1, 8192), false},
+		{"just under", table("under", 31, 256<<10-1), false},
+		{"256 kB", table("at", 32, 256<<10), true},
+		{"unknown size", table("unknown", 0, -1), false},
+		{"small partitions", parts(8192, 8192), false},
+		{"partitions adding up", parts(200<<10, 100<<10), true},
+	} {
+		if got := c.t.loadsWithoutKey(); got != c.want {
+			t.Errorf("%s: loadsWithoutKey = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
