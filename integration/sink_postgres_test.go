@@ -600,6 +600,46 @@ func TestSinkPostgresEmpty(t *testing.T) {
 		t.Fatalf("CopyFrom: %d, %v", n, err)
 	}
 	wantQuery(t, pg, "3 full", "SELECT count(*) || ' ' || min(name) FROM public.clean")
+
+	// A table without rows keeps its file: nothing to truncate.
+	filenode := func() string { return pg.QueryString(t, "SELECT pg_relation_filenode('public.clean')") }
+	wantQuery(t, pg, "3", "SELECT count(*) FROM public.clean")
+	before := filenode()
+	if err := s.Empty(t.Context(), tb); err != nil {
+		t.Fatalf("Empty: %v", err)
+	}
+	if after := filenode(); after == before {
+		t.Fatalf("a table of 3 rows kept its file %s: not truncated", after)
+	}
+	before = filenode()
+	if err := s.Empty(t.Context(), tb); err != nil {
+		t.Fatalf("Empty of an empty table: %v", err)
+	}
+	if after := filenode(); after != before {
+		t.Errorf("an empty table was truncated (file %s, then %s)", before, after)
+	}
+
+	// A load still running (of a pgrelay killed meanwhile) is waited for:
+	// its rows, committed after Empty looked, are not left behind.
+	ctx := t.Context()
+	other := pg.Conn(t)
+	if _, err := other.Exec(ctx, "BEGIN; INSERT INTO public.clean VALUES (9, 'late', NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	emptied := make(chan error, 1)
+	go func() { emptied <- s.Empty(ctx, tb) }()
+	select {
+	case err := <-emptied:
+		t.Fatalf("Empty returned (%v) while a load into the table was open", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if _, err := other.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-emptied; err != nil {
+		t.Fatalf("Empty: %v", err)
+	}
+	wantQuery(t, pg, "0", "SELECT count(*) FROM public.clean")
 }
 
 // TestSinkPostgresBulkConnections: bulk loads reuse the connection of an
