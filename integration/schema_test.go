@@ -421,6 +421,54 @@ ALTER TABLE "App ü"."People" ALTER COLUMN zip DROP DEFAULT;`)
 // dialect on a real server, in a transaction rolled back afterwards: the SQL the
 // unit tests pin down must also be SQL PostgreSQL accepts. Files of create cases
 // run twice (their statements are idempotent).
+// TestSchemaIndexDefsOf: the index definitions of many tables read in one
+// query are those read table by table, of every kind IndexDefs handles.
+func TestSchemaIndexDefsOf(t *testing.T) {
+	for _, major := range harness.Majors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			src := harness.Postgres(t, major)
+			src.Exec(t, `
+CREATE EXTENSION IF NOT EXISTS btree_gist;
+CREATE SCHEMA "S p";
+CREATE TABLE "S p"."T 1" (id int PRIMARY KEY, a int, b text, UNIQUE (a) DEFERRABLE INITIALLY DEFERRED);
+CREATE INDEX "b idx" ON "S p"."T 1" (lower(b)) WHERE a > 0;
+CREATE INDEX ab_idx ON "S p"."T 1" (a) INCLUDE (b);
+CREATE TABLE public.full_pk (id int PRIMARY KEY, v text);
+ALTER TABLE public.full_pk REPLICA IDENTITY FULL;
+CREATE TABLE public.ri_index (id int NOT NULL, k int NOT NULL, UNIQUE (k));
+CREATE UNIQUE INDEX ri_idx ON public.ri_index (id);
+ALTER TABLE public.ri_index REPLICA IDENTITY USING INDEX ri_idx;
+CREATE TABLE public.excl (id int PRIMARY KEY, r int4range, EXCLUDE USING gist (r WITH &&));
+CREATE TABLE public.no_index (v text);
+CREATE TABLE public.deferred_pk (id int PRIMARY KEY DEFERRABLE, v text);`)
+			facts := schema.NewSourceFacts(src.Conn(t)).(*schema.SourceFacts)
+			names := []schema.QualifiedName{{Schema: "S p", Name: "T 1"}, {Schema: "public", Name: "full_pk"}, {Schema: "public", Name: "ri_index"},
+				{Schema: "public", Name: "excl"}, {Schema: "public", Name: "no_index"}, {Schema: "public", Name: "deferred_pk"}, {Schema: "public", Name: "missing"}}
+			all, err := facts.IndexDefsOf(ctx, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for _, n := range names {
+				one, err := facts.IndexDefs(ctx, n.Schema, n.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(all[n], one) {
+					t.Errorf("%s.%s: IndexDefsOf gives %q, IndexDefs %q", n.Schema, n.Name, all[n], one)
+				}
+				total += len(one)
+			}
+			if total != 7 || len(all[schema.QualifiedName{Schema: "S p", Name: "T 1"}]) != 3 {
+				t.Errorf("%d definitions in all, %q for \"S p\".\"T 1\": the tables' indexes were not read", total, all[schema.QualifiedName{Schema: "S p", Name: "T 1"}])
+			}
+		})
+	}
+}
+
 func TestSchemaPostgresGoldenFilesRun(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "schema", "testdata", "postgres", "*.sql"))
 	if err != nil || len(files) < 10 {

@@ -538,17 +538,72 @@ func (s *SourceFacts) KeyIndexDefs(ctx context.Context, schema, table string, ke
 func (s *SourceFacts) indexDefs(ctx context.Context, schema, table string, key []string) ([]string, error) {
 	var defs []string
 	err := s.inTx(ctx, fmt.Sprintf("read indexes of %s.%s", schema, table), func(tx pgx.Tx) error {
-		keyAtts := "i.indnatts"
-		if s.serverVersion >= 110000 {
-			keyAtts = "i.indnkeyatts" // INCLUDE columns come after
+		rows, err := tx.Query(ctx, s.indexDefsQuery(`n.nspname = $1 AND c.relname = $2`, true), schema, table, key)
+		if err != nil {
+			return err
 		}
-		// An index that backs a DEFERRABLE constraint or an exclusion
-		// constraint is created as that constraint: pg_get_indexdef would
-		// make the one an index checked at once, which a transaction legal on
-		// the source (UPDATE t SET pos = 21 - pos) violates midway, and the
-		// other a plain index that checks nothing.
-		rows, err := tx.Query(ctx, `
-SELECT CASE WHEN i.indisprimary
+		return forEachIndexDef(rows, func(_ QualifiedName, def string) { defs = append(defs, def) })
+	})
+	return defs, err
+}
+
+// QualifiedName names a table by schema and name.
+type QualifiedName struct{ Schema, Name string }
+
+// IndexDefsOf returns IndexDefs of every table of tables in one query (a
+// snapshot of thousands of tables spent 1.7 ms on each when it asked one at
+// a time). A table without such indexes has no entry.
+func (s *SourceFacts) IndexDefsOf(ctx context.Context, tables []QualifiedName) (map[QualifiedName][]string, error) {
+	out := map[QualifiedName][]string{}
+	if len(tables) == 0 {
+		return out, nil
+	}
+	schemas, names := make([]string, len(tables)), make([]string, len(tables))
+	for i, t := range tables {
+		schemas[i], names[i] = t.Schema, t.Name
+	}
+	err := s.inTx(ctx, fmt.Sprintf("read indexes of %d tables", len(tables)), func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, s.indexDefsQuery(`(n.nspname, c.relname) IN (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])))`, false), schemas, names)
+		if err != nil {
+			return err
+		}
+		return forEachIndexDef(rows, func(t QualifiedName, def string) { out[t] = append(out[t], def) })
+	})
+	return out, err
+}
+
+// BatchIndexReader is implemented by index readers that can read many tables'
+// index definitions at once (SourceFacts does).
+type BatchIndexReader interface {
+	IndexDefsOf(ctx context.Context, tables []QualifiedName) (map[QualifiedName][]string, error)
+}
+
+// indexDefsQuery selects, for the tables where names, each index's schema,
+// table and what forEachIndexDef needs, ordered by table and index name. With
+// byKey, parameter $3 (text[], or NULL for every index) picks the indexes on
+// those key columns.
+func (s *SourceFacts) indexDefsQuery(where string, byKey bool) string {
+	keyAtts := "i.indnatts"
+	if s.serverVersion >= 110000 {
+		keyAtts = "i.indnkeyatts" // INCLUDE columns come after
+	}
+	keyFilter := ""
+	if byKey {
+		keyFilter = `
+  AND ($3::pg_catalog.text[] IS NULL OR $3::pg_catalog.text[] = ARRAY(
+        SELECT a.attname::pg_catalog.text
+        FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord)
+        LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+        WHERE k.ord <= ` + keyAtts + ` ORDER BY k.ord))`
+	}
+	// An index that backs a DEFERRABLE constraint or an exclusion constraint
+	// is created as that constraint: pg_get_indexdef would make the one an
+	// index checked at once, which a transaction legal on the source (UPDATE
+	// t SET pos = 21 - pos) violates midway, and the other a plain index that
+	// checks nothing.
+	return `
+SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
+       CASE WHEN i.indisprimary
             -- the target's primary key (on the replica identity index's
             -- columns, if any) takes the usual name: this one is kept under
             -- another
@@ -565,35 +620,31 @@ JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
 LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid AND con.contype IN ('p', 'u', 'x')
-WHERE n.nspname = $1 AND c.relname = $2 AND i.indisvalid
+WHERE ` + where + ` AND i.indisvalid
   AND NOT (i.indisprimary AND i.indimmediate AND c.relreplident = 'd')
-  AND NOT (i.indisreplident AND c.relreplident = 'i')
-  AND ($3::pg_catalog.text[] IS NULL OR $3::pg_catalog.text[] = ARRAY(
-        SELECT a.attname::pg_catalog.text
-        FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY AS k(attnum, ord)
-        LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-        WHERE k.ord <= `+keyAtts+` ORDER BY k.ord))
-ORDER BY ic.relname`, schema, table, key)
-		if err != nil {
-			return err
-		}
-		var def, conName, conDef string
-		var asConstraint bool
-		_, err = pgx.ForEachRow(rows, []any{&def, &asConstraint, &conName, &conDef}, func() error {
-			if asConstraint {
-				// A DEFERRABLE primary key that is not the target's
-				// key becomes a unique constraint deferrable alike.
-				if rest, ok := strings.CutPrefix(conDef, "PRIMARY KEY "); ok {
-					conDef = "UNIQUE " + rest
-				}
-				def = constraintDef(schema, table, conName, conDef)
+  AND NOT (i.indisreplident AND c.relreplident = 'i')` + keyFilter + `
+ORDER BY n.nspname, c.relname, ic.relname`
+}
+
+// forEachIndexDef hands each row of indexDefsQuery to fn as its table and the
+// statement that creates the index.
+func forEachIndexDef(rows pgx.Rows, fn func(t QualifiedName, def string)) error {
+	var t QualifiedName
+	var def, conName, conDef string
+	var asConstraint bool
+	_, err := pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &def, &asConstraint, &conName, &conDef}, func() error {
+		if asConstraint {
+			// A DEFERRABLE primary key that is not the target's key
+			// becomes a unique constraint deferrable alike.
+			if rest, ok := strings.CutPrefix(conDef, "PRIMARY KEY "); ok {
+				conDef = "UNIQUE " + rest
 			}
-			defs = append(defs, def)
-			return nil
-		})
-		return err
+			def = constraintDef(t.Schema, t.Name, conName, conDef)
+		}
+		fn(t, def)
+		return nil
 	})
-	return defs, err
+	return err
 }
 
 // constraintDef adds constraint name (def as pg_get_constraintdef writes it)

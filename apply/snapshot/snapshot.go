@@ -161,22 +161,13 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	start := time.Now()
 	// Largest tables first so the long ones do not start last.
 	sort.SliceStable(tables, func(i, j int) bool { return tables[i].Published.Bytes > tables[j].Published.Bytes })
-	steps := &Steps{Log: cfg.Log, What: "preparing the copy: reading indexes", Total: len(tables)}
-	for i := range tables {
-		steps.Done(i)
-		if indexes != nil {
-			// Read now, on one connection: the reader is not for concurrent use.
-			defs, err := indexes.IndexDefs(ctx, tables[i].Table.Schema, tables[i].Table.Name)
-			if err != nil {
-				return Result{}, err
-			}
-			tables[i].indexDefs = defs
-		}
+	if err := readIndexDefs(ctx, cfg, tables, indexes); err != nil {
+		return Result{}, err
 	}
 	runs, jobs := planJobs(tables, src.Major, cfg)
 
 	// Empty what must be emptied once, before any range of it loads.
-	steps = &Steps{Log: cfg.Log, What: "preparing the copy: emptying the target tables", Total: len(runs)}
+	steps := &Steps{Log: cfg.Log, What: "preparing the copy: emptying the target tables", Total: len(runs)}
 	for i, r := range runs {
 		steps.Done(i)
 		if err := target.SetTableState(ctx, cfg.Slot, sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TablePending}); err != nil {
@@ -525,6 +516,46 @@ func lockUnrewritten(ctx context.Context, conn *pgx.Conn, j job) error {
 	}
 	if rewritten {
 		return sink.Retryable(fmt.Errorf("snapshot: %s was rewritten (ALTER TABLE … TYPE, VACUUM FULL, CLUSTER or TRUNCATE) after the copy's snapshot was taken, which then sees none of its rows: a new session copies it under a new snapshot", name.Sanitize()))
+	}
+	return nil
+}
+
+// indexBatch is how many tables' index definitions one query reads.
+const indexBatch = 1000
+
+// readIndexDefs reads the secondary index definitions of tables now, on the
+// reader's one connection (it is not for concurrent use): many tables at a
+// time when the reader can.
+func readIndexDefs(ctx context.Context, cfg Config, tables []Table, indexes schema.IndexReader) error {
+	if indexes == nil {
+		return nil
+	}
+	steps := &Steps{Log: cfg.Log, What: "preparing the copy: reading indexes", Total: len(tables)}
+	if br, ok := indexes.(schema.BatchIndexReader); ok {
+		for from := 0; from < len(tables); from += indexBatch {
+			steps.Done(from)
+			batch := tables[from:min(from+indexBatch, len(tables))]
+			names := make([]schema.QualifiedName, len(batch))
+			for i := range batch {
+				names[i] = schema.QualifiedName{Schema: batch[i].Table.Schema, Name: batch[i].Table.Name}
+			}
+			defs, err := br.IndexDefsOf(ctx, names)
+			if err != nil {
+				return err
+			}
+			for i := range batch {
+				batch[i].indexDefs = defs[names[i]]
+			}
+		}
+		return nil
+	}
+	for i := range tables {
+		steps.Done(i)
+		defs, err := indexes.IndexDefs(ctx, tables[i].Table.Schema, tables[i].Table.Name)
+		if err != nil {
+			return err
+		}
+		tables[i].indexDefs = defs
 	}
 	return nil
 }
