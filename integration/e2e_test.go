@@ -1982,6 +1982,9 @@ func TestE2ERejectedRowBeforeDDL(t *testing.T) {
 	if strings.Contains(out, "create or alter target table for public.ep_other") {
 		t.Errorf("the error blames ep_other's DDL for ep_iv's row; log:\n%s", out)
 	}
+	if !strings.Contains(out, "the target refused this change: make it take it") {
+		t.Errorf("the error does not say what to do; log:\n%s", out)
+	}
 }
 
 // A composite primary key (and a replica identity index) keeps the source's
@@ -2021,6 +2024,9 @@ func TestE2ERefusedValueStops(t *testing.T) {
 	}
 	if n := strings.Count(p.logs(), "will retry"); n != 4 {
 		t.Errorf("replicate retried %d times, want 4 (5 sessions); log:\n%s", n, p.logs())
+	}
+	if !strings.Contains(p.logs(), "the target refused this change: make it take it") {
+		t.Errorf("the error does not say what to do; log:\n%s", p.logs())
 	}
 }
 

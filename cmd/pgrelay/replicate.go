@@ -87,7 +87,7 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 			return nil
 		}
 		if !retryable(err) {
-			return err
+			return refusedHint(err)
 		}
 		if msg := err.Error(); valueRefused(err) && msg == lastRefused {
 			refusedInARow++
@@ -97,7 +97,7 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 			lastRefused, refusedInARow = "", 0
 		}
 		if refusedInARow >= refusedAttempts {
-			return fmt.Errorf("%w (the target refused this change in %d sessions in a row: it does not go away by itself)", err, refusedInARow)
+			return refusedHint(fmt.Errorf("%w (the target refused this change in %d sessions in a row: it does not go away by itself)", err, refusedInARow))
 		}
 		failures++
 		if migrate && failures >= migrateAttempts {
@@ -118,6 +118,18 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// refusedHint adds what to do to the error of a change the target refused: a
+// value it cannot take or a constraint the row breaks (SQLSTATE classes 22 and
+// 23), which only a person can settle.
+func refusedHint(err error) error {
+	var ce *postgres.ChangeError
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &ce) || !errors.As(err, &pgErr) || !(strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
+		return err
+	}
+	return fmt.Errorf("%w; the target refused this change: make it take it (a constraint, unique index, trigger or column type the source does not have, or a value it cannot hold), then run pgrelay again, which resumes with this source transaction (nothing from it on was acknowledged to the source)", err)
 }
 
 // refusedAttempts is how many sessions in a row may fail on the same value

@@ -7,12 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -60,6 +62,35 @@ func TestShapeDiffers(t *testing.T) {
 		compared, differs := shapeDiffers(c.was, c.now)
 		if compared != c.compared || differs != c.differs {
 			t.Errorf("shapeDiffers(%q, %q) = %q, %v; want %q, %v", c.was, c.now, compared, differs, c.compared, c.differs)
+		}
+	}
+}
+
+// TestRefusedHint: the error of a change the target refused (SQLSTATE classes
+// 22 and 23) says what to do; other errors are left as they are.
+func TestRefusedHint(t *testing.T) {
+	change := func(code string) error {
+		return fmt.Errorf("apply: commit of 1 source transaction: %w", &postgres.ChangeError{Op: "copy into", Table: `"public"."t"`, LSN: 0x10,
+			Err: &pgconn.PgError{Code: code, Message: "refused"}})
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		hint bool
+	}{
+		{"check violation", change("23514"), true},
+		{"unique violation", change("23505"), true},
+		{"invalid input", change("22P02"), true},
+		{"connection", change("08006"), false},
+		{"permission", change("42501"), false},
+		{"not a change", &pgconn.PgError{Code: "23505", Message: "refused"}, false},
+	} {
+		got := refusedHint(c.err)
+		if has := strings.Contains(got.Error(), "make it take it"); has != c.hint {
+			t.Errorf("%s: %q, hint %v, want %v", c.name, got, has, c.hint)
+		}
+		if !errors.Is(got, c.err) {
+			t.Errorf("%s: the hint does not wrap the error", c.name)
 		}
 	}
 }
