@@ -1067,6 +1067,10 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 		return fmt.Errorf("apply: %c on %s at %s: the row is missing", ch.Kind, t.QualifiedName(), rec.lsn)
 	}
 	if err := tx.Apply(ctx, ch); err != nil {
+		if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
+			// A change queued before this one failed; the error names it.
+			return fmt.Errorf("apply: %w", err)
+		}
 		return fmt.Errorf("apply: %c on %s at %s: %w", ch.Kind, t.QualifiedName(), rec.lsn, err)
 	}
 	return nil

@@ -1987,6 +1987,35 @@ func TestE2ERejectedRowBeforeDDL(t *testing.T) {
 	}
 }
 
+// With PGRELAY_KEEP_ORDER=true, a run of inserts that the target refuses is
+// reported when the next change goes out: the error names the refused row,
+// not that next change.
+func TestE2ERejectedRowKeepOrder(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.extra = append(e.extra, "PGRELAY_KEEP_ORDER=true")
+	e.src.Exec(t, `CREATE TABLE ko_u (id int PRIMARY KEY, v int); INSERT INTO ko_u VALUES (1, 1);
+		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
+	e.mustRun(3*time.Minute, "migrate")
+	e.tgt.Exec(t, "CREATE UNIQUE INDEX ko_u_v_target ON public.ko_u (v)")
+	e.src.Exec(t, `BEGIN;
+		INSERT INTO ko_u SELECT i, i FROM generate_series(1000, 1099) i;
+		INSERT INTO ko_u VALUES (2000, 1);
+		INSERT INTO ko_u SELECT i, i FROM generate_series(3000, 3099) i;
+		UPDATE ko_u SET v = -1 WHERE id = 1000;
+		COMMIT`)
+	p, code := e.run(2*time.Minute, "migrate")
+	if code == 0 {
+		t.Fatalf("migrate exited 0 although the target rejects a row; log:\n%s", p.logs())
+	}
+	out := p.logs()
+	if !strings.Contains(out, "ko_u_v_target") || !strings.Contains(out, `"public"."ko_u"`) {
+		t.Errorf("the error does not name the table and the target's index; log:\n%s", out)
+	}
+	if strings.Contains(out, "apply: U on") {
+		t.Errorf("the error blames the update after the refused insert; log:\n%s", out)
+	}
+}
+
 // A composite primary key (and a replica identity index) keeps the source's
 // column order on the target, not the table's: (b, a) serves lookups by b.
 func TestE2EKeyColumnOrder(t *testing.T) {

@@ -181,10 +181,27 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 		return tx.fail(errors.New("sink/postgres: apply: change without a table"))
 	}
 	ts := tx.s.statementsFor(ch.Table)
+	var err error
 	if !tx.s.opts.KeepOrder {
-		return tx.queue(ctx, ts, ch)
+		err = tx.queue(ctx, ts, ch)
+	} else {
+		err = tx.applyNow(ctx, ts, ch)
 	}
-	return tx.applyNow(ctx, ts, ch)
+	return earlierChange(err, ch.LSN)
+}
+
+// earlierChange marks err as an earlier change's when it names another source
+// LSN than lsn, the change at hand: sending it (or the insert run before it)
+// brought back the result of statements queued before it.
+func earlierChange(err error, lsn source.LSN) error {
+	var ce *ChangeError
+	if err == nil || !errors.As(err, &ce) || ce.LSN == 0 {
+		return err
+	}
+	if ce.LSN == lsn || ce.LastLSN != 0 && ce.LSN <= lsn && lsn <= ce.LastLSN {
+		return err
+	}
+	return &sink.EarlierChangeError{Err: err}
 }
 
 // applyNow turns one change into a statement or a row of an insert run.
