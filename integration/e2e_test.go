@@ -1536,9 +1536,21 @@ func TestE2ETargetTableInTheWay(t *testing.T) {
 	e := e2ePair(t, harness.Majors()[0])
 	e.src.Exec(t, "CREATE TABLE tw (id int PRIMARY KEY, v text); INSERT INTO tw VALUES (1, 'source')")
 	e.tgt.Exec(t, "CREATE TABLE public.tw (id int PRIMARY KEY, v text); INSERT INTO public.tw SELECT g, 'mine' FROM generate_series(1, 1000) g")
+	// Eleven more in the way: the error names ten and counts the others.
+	for i := range 11 {
+		e.src.Exec(t, fmt.Sprintf("CREATE TABLE tw_more_%02d (id int PRIMARY KEY)", i))
+		e.tgt.Exec(t, fmt.Sprintf("CREATE TABLE public.tw_more_%02d (id int PRIMARY KEY); INSERT INTO public.tw_more_%02[1]d VALUES (1)", i))
+	}
 	p, code := e.run(3*time.Minute, "migrate")
-	if code != 1 || !strings.Contains(p.logs(), `public.tw already hold rows`) {
-		t.Errorf("migrate into a target table holding other rows: exit %d, want 1 naming public.tw; log:\n%s", code, p.logs())
+	if code != 1 || !strings.Contains(p.logs(), `public.tw, public.tw_more_00,`) || !strings.Contains(p.logs(), "and 2 more already hold rows") {
+		t.Errorf("migrate into target tables holding other rows: exit %d, want 1 naming public.tw and 9 more, counting 2; log:\n%s", code, p.logs())
+	}
+	// The publication pgrelay created for the refused copy is gone again.
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); got != "0" {
+		t.Errorf("the publication created for the refused copy stays on the source")
+	}
+	for i := range 11 {
+		e.tgt.Exec(t, fmt.Sprintf("TRUNCATE public.tw_more_%02d", i))
 	}
 	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.tw"); got != "1000" {
 		t.Errorf("the target table's own rows were touched: %s rows left of 1000", got)

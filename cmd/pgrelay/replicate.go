@@ -285,6 +285,16 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		if repl != nil {
 			repl.Close(context.WithoutCancel(ctx))
 		}
+		var inTheWay *tablesInTheWayError
+		if errors.As(err, &inTheWay) && pre.PublicationCreated {
+			// Refused before anything was copied: the publication this
+			// session created does not stay behind.
+			if derr := source.DropPublication(context.WithoutCancel(ctx), srcConn, cfg.Publication); derr != nil {
+				log.Warn("could not drop the publication created for the refused copy", "publication", cfg.Publication, "error", derr.Error())
+			} else {
+				log.Info("dropped the publication created for the refused copy", "publication", cfg.Publication)
+			}
+		}
 		return err
 	}
 	// Copied once: a later session of this run (after an error) resumes.

@@ -435,9 +435,24 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 		return fmt.Errorf("target: look for tables in the way of the copy: %w", err)
 	}
 	if len(occupied) > 0 {
-		return fmt.Errorf("target tables %s already hold rows that pgrelay did not copy, and the snapshot copy would replace them: empty or drop them (also after pgrelay teardown, which keeps replicated tables), or point PGRELAY_TARGET_URL at another database", strings.Join(occupied, ", "))
+		return &tablesInTheWayError{tables: occupied}
 	}
 	return nil
+}
+
+// tablesInTheWayError refuses a copy into target tables holding rows pgrelay
+// did not copy.
+type tablesInTheWayError struct{ tables []string }
+
+// inTheWayListed is how many tables the error names; it counts the others.
+const inTheWayListed = 10
+
+func (e *tablesInTheWayError) Error() string {
+	names := strings.Join(e.tables[:min(len(e.tables), inTheWayListed)], ", ")
+	if n := len(e.tables) - inTheWayListed; n > 0 {
+		names += fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("target tables %s already hold rows that pgrelay did not copy, and the snapshot copy would replace them: empty or drop them (also after pgrelay teardown, which keeps replicated tables), or point PGRELAY_TARGET_URL at another database", names)
 }
 
 // knownTables returns the published tables the target already has complete
