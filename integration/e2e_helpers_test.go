@@ -651,6 +651,8 @@ type e2eStatus struct {
 	SnapshotLSN    string     `json:"snapshot_lsn"`
 	Tables         []struct {
 		Table  string `json:"table"`
+		Schema string `json:"schema"`
+		Name   string `json:"name"`
 		State  string `json:"state"`
 		Rows   int64  `json:"rows"`
 		Bytes  int64  `json:"bytes"`

@@ -778,7 +778,8 @@ func TestE2EKeepOrder(t *testing.T) {
 // to as replicated, one not written to yet as waiting.
 func TestE2EStatusTables(t *testing.T) {
 	e := e2ePair(t, 15)
-	e.src.Exec(t, "CREATE TABLE st_copied (id int PRIMARY KEY); INSERT INTO st_copied VALUES (1), (2); CREATE TABLE st_gone (id int PRIMARY KEY)")
+	e.src.Exec(t, `CREATE TABLE st_copied (id int PRIMARY KEY); INSERT INTO st_copied VALUES (1), (2); CREATE TABLE st_gone (id int PRIMARY KEY);
+		CREATE TABLE "St.Odd Name" (id int PRIMARY KEY)`)
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
 	e.src.Exec(t, "CREATE TABLE st_later (id int PRIMARY KEY); INSERT INTO st_later VALUES (1); CREATE TABLE st_empty (id int PRIMARY KEY)")
@@ -794,9 +795,19 @@ func TestE2EStatusTables(t *testing.T) {
 			t.Errorf("status of %s: %q, want %q; status:\n%s", table, got[table], w, raw)
 		}
 	}
+	// A name with a dot and capitals: its parts in JSON, quoted in the text.
+	odd := false
+	for _, tb := range st.Tables {
+		odd = odd || tb.Schema == "public" && tb.Name == "St.Odd Name" && tb.Table == "public.St.Odd Name"
+	}
+	if !odd {
+		t.Errorf("status --json does not give public.\"St.Odd Name\" its schema and name:\n%s", raw)
+	}
 	text := e.mustRun(time.Minute, "status")
 	if out := strings.Join(text.out.all(), "\n"); !strings.Contains(out, "public.st_later") || !strings.Contains(out, "replicated") {
 		t.Errorf("status text does not list public.st_later as replicated:\n%s", out)
+	} else if !strings.Contains(out, `public."St.Odd Name"`) {
+		t.Errorf("status text does not quote public.\"St.Odd Name\":\n%s", out)
 	}
 	// A copied table the publication no longer publishes says so.
 	e.src.Exec(t, "DROP TABLE st_gone")

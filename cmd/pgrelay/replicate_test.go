@@ -94,3 +94,19 @@ func TestRefusedHint(t *testing.T) {
 		}
 	}
 }
+
+func TestDisplayName(t *testing.T) {
+	for _, c := range []struct{ schema, name, want string }{
+		{"public", "orders", "public.orders"},
+		{"public", "St.Odd Name", `public."St.Odd Name"`},
+		{"App ü", "t_1", `"App ü".t_1`},
+		{"s", `a"b`, `s."a""b"`},
+		{"s", "1st", `s."1st"`},
+		{"_s", "a$b", `_s."a$b"`},
+		{"s", "", `s.""`},
+	} {
+		if got := displayName(c.schema, c.name); got != c.want {
+			t.Errorf("displayName(%q, %q) = %s, want %s", c.schema, c.name, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -50,7 +51,9 @@ type statusReport struct {
 // for a table the snapshot copied that the publication no longer publishes.
 // Rows and Bytes are the snapshot copy's.
 type tableState struct {
-	Table  string `json:"table"`
+	Table  string `json:"table"` // schema.name, unquoted
+	Schema string `json:"schema"`
+	Name   string `json:"name"`
 	State  string `json:"state"`
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
@@ -60,10 +63,10 @@ type tableState struct {
 // addStreamedTables adds the published tables the snapshot did not copy: those
 // that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
 // are the tables the target holds a definition of (pgrelay.relation).
-func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[string]bool, r *statusReport) error {
-	listed := map[string]bool{}
+func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableKey]bool, r *statusReport) error {
+	listed := map[tableKey]bool{}
 	for _, t := range r.Tables {
-		listed[t.Table] = true
+		listed[tableKey{t.Schema, t.Name}] = true
 	}
 	published, err := source.ListPublication(ctx, src, cfg.Publication, 5*time.Second)
 	if source.IsLockTimeout(err) {
@@ -73,29 +76,56 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 	if err != nil {
 		return err
 	}
-	publishes := map[string]bool{}
+	publishes := map[tableKey]bool{}
 	for _, p := range published {
-		publishes[p.Schema+"."+p.Name] = true
+		publishes[tableKey{p.Schema, p.Name}] = true
 	}
 	for i := range r.Tables {
-		if !publishes[r.Tables[i].Table] {
+		if !publishes[tableKey{r.Tables[i].Schema, r.Tables[i].Name}] {
 			// Copied once, since dropped from the publication (or the
 			// table dropped): its target rows are no longer kept in step.
 			r.Tables[i].State = "unpublished"
 		}
 	}
 	for _, p := range published {
-		t := p.Schema + "." + p.Name
-		if listed[t] {
+		k := tableKey{p.Schema, p.Name}
+		if listed[k] {
 			continue
 		}
 		state := "waiting"
-		if known[t] {
+		if known[k] {
 			state = "replicated"
 		}
-		r.Tables = append(r.Tables, tableState{Table: t, State: state})
+		r.Tables = append(r.Tables, newTableState(p.Schema, p.Name, state))
 	}
 	return nil
+}
+
+// tableKey names a table by schema and name, which may hold dots.
+type tableKey struct{ schema, name string }
+
+func newTableState(schema, name, state string) tableState {
+	return tableState{Table: schema + "." + name, Schema: schema, Name: name, State: state}
+}
+
+// displayName is schema.name with each part in double quotes when it is not a
+// plain lower-case identifier, as quote_ident does (keywords aside).
+func displayName(schema, name string) string {
+	return displayIdent(schema) + "." + displayIdent(name)
+}
+
+func displayIdent(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
@@ -131,18 +161,18 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 
 	// A target pgrelay never wrote to has no metadata: report it unseeded.
 	var hasMeta bool
-	known := map[string]bool{} // tables the target holds a definition of
+	known := map[tableKey]bool{} // tables the target holds a definition of
 	if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
 		if err := c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta); err != nil || !hasMeta {
 			return err
 		}
-		rows, err := c.Query(ctx, "SELECT schema || '.' || name FROM pgrelay.relation")
+		rows, err := c.Query(ctx, "SELECT schema, name FROM pgrelay.relation")
 		if err != nil {
 			return fmt.Errorf("read pgrelay.relation: %w", err)
 		}
-		var name string
-		_, err = pgx.ForEachRow(rows, []any{&name}, func() error {
-			known[name] = true
+		var k tableKey
+		_, err = pgx.ForEachRow(rows, []any{&k.schema, &k.name}, func() error {
+			known[k] = true
 			return nil
 		})
 		return err
@@ -167,7 +197,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		for _, st := range states {
-			r.Tables = append(r.Tables, tableState{Table: st.Schema + "." + st.Name, State: st.State, Rows: st.Rows, Bytes: st.Bytes, Copied: true})
+			ts := newTableState(st.Schema, st.Name, st.State)
+			ts.Rows, ts.Bytes, ts.Copied = st.Rows, st.Bytes, true
+			r.Tables = append(r.Tables, ts)
 		}
 	}
 	if err := addStreamedTables(ctx, cfg, src, known, &r); err != nil {
@@ -234,10 +266,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "\nTABLE\tSTATE\tROWS\tMB\n")
 		for _, t := range r.Tables {
 			if !t.Copied {
-				fmt.Fprintf(w, "%s\t%s\t-\t-\n", t.Table, t.State)
+				fmt.Fprintf(w, "%s\t%s\t-\t-\n", displayName(t.Schema, t.Name), t.State)
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", t.Table, t.State, t.Rows, float64(t.Bytes)/(1<<20))
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", displayName(t.Schema, t.Name), t.State, t.Rows, float64(t.Bytes)/(1<<20))
 		}
 	}
 	if r.TablesNote != "" {
