@@ -101,6 +101,7 @@ type txn struct {
 	kind     txnKind
 	xid      uint32
 	gid      string
+	srcGID   string     // the source's GID of a prepared transaction
 	beginLSN source.LSN // Begin.FinalLSN or BeginPrepare.PrepareLSN
 	skip     bool
 	rows     int
@@ -726,9 +727,15 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 		xid = a.cur.xid
 	}
 	err := a.ensureRelation(ctx, lsn, xid, m, !a.inGroupTxn() && a.cur == nil)
-	if err != nil && a.cur != nil && a.cur.kind == kindPrepare && a.leaveOutAborted(ctx, xid, err) {
-		a.cur.skip = true
-		return nil
+	if err != nil && a.cur != nil && a.cur.kind == kindPrepare {
+		if a.leaveOutAborted(ctx, xid, err) {
+			a.cur.skip = true
+			return nil
+		}
+		// The source catalog does not show a prepared transaction's DDL
+		// until COMMIT PREPARED: some of it (a renamed or dropped column, a
+		// type it creates) cannot be applied as prepared.
+		return fmt.Errorf("%w; the table's definition comes from prepared transaction %q (xid %d), whose DDL the source catalog does not show before COMMIT PREPARED: finish it on the source (COMMIT PREPARED or ROLLBACK PREPARED), then run pgrelay again, or run with PGRELAY_TWO_PHASE=off, which applies prepared transactions at COMMIT PREPARED", err, a.cur.srcGID, xid)
 	}
 	return err
 }
@@ -1423,7 +1430,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 		return err
 	}
 	gid := GID(a.cfg.Slot, m.Xid)
-	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, beginLSN: m.PrepareLSN}
+	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, srcGID: m.GID, beginLSN: m.PrepareLSN}
 	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
 	a.txnPreparedXid = m.Xid
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and

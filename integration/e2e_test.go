@@ -1413,6 +1413,28 @@ func TestE2EPreparedAddColumn(t *testing.T) {
 	e2eEachMajor(t, testE2EPreparedAddColumn)
 }
 
+// TestE2EPreparedRenameColumn: a column renamed inside a prepared transaction
+// cannot be applied as prepared (the source catalog shows the rename only at
+// COMMIT PREPARED): pgrelay stops saying which transaction it is and what to
+// do, and after COMMIT PREPARED a new run catches up.
+func TestE2EPreparedRenameColumn(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE pr (id int PRIMARY KEY, v text); INSERT INTO pr VALUES (1, 'a')")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eSync(t, e, p, time.Minute)
+	e.src.Exec(t, "BEGIN; ALTER TABLE pr RENAME COLUMN v TO vv; INSERT INTO pr VALUES (2, 'p'); PREPARE TRANSACTION 'pr_ren'")
+	if code := p.wait(t, 2*time.Minute); code != 1 {
+		t.Fatalf("replicate exited %d, want 1; log:\n%s", code, p.logs())
+	}
+	if out := p.logs(); !strings.Contains(out, `prepared transaction "pr_ren"`) || !strings.Contains(out, "PGRELAY_TWO_PHASE=off") {
+		t.Errorf("the error does not name the prepared transaction and the way out; log:\n%s", out)
+	}
+	e.src.Exec(t, "COMMIT PREPARED 'pr_ren'")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}
+
 func testE2EPreparedAddColumn(t *testing.T, major int) {
 	e := e2ePair(t, major)
 	e.src.Exec(t, "CREATE TABLE pa (id int PRIMARY KEY, v text); INSERT INTO pa SELECT g, 'v' || g FROM generate_series(1, 5) g")
