@@ -154,7 +154,7 @@ type tableRun struct {
 // Copy copies tables under the source's exported snapshot. Each table goes
 // pending → copying → copied → indexed in the target's seed state. The
 // exporting replication connection must stay idle until Copy returns.
-func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Target, indexes schema.IndexReader) (Result, error) {
+func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Target, indexes schema.BatchIndexReader) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -524,38 +524,27 @@ func lockUnrewritten(ctx context.Context, conn *pgx.Conn, j job) error {
 const indexBatch = 1000
 
 // readIndexDefs reads the secondary index definitions of tables now, on the
-// reader's one connection (it is not for concurrent use): many tables at a
-// time when the reader can.
-func readIndexDefs(ctx context.Context, cfg Config, tables []Table, indexes schema.IndexReader) error {
+// reader's one connection (it is not for concurrent use), indexBatch tables
+// a query.
+func readIndexDefs(ctx context.Context, cfg Config, tables []Table, indexes schema.BatchIndexReader) error {
 	if indexes == nil {
 		return nil
 	}
 	steps := &Steps{Log: cfg.Log, What: "preparing the copy: reading indexes", Total: len(tables)}
-	if br, ok := indexes.(schema.BatchIndexReader); ok {
-		for from := 0; from < len(tables); from += indexBatch {
-			steps.Done(from)
-			batch := tables[from:min(from+indexBatch, len(tables))]
-			names := make([]schema.QualifiedName, len(batch))
-			for i := range batch {
-				names[i] = schema.QualifiedName{Schema: batch[i].Table.Schema, Name: batch[i].Table.Name}
-			}
-			defs, err := br.IndexDefsOf(ctx, names)
-			if err != nil {
-				return err
-			}
-			for i := range batch {
-				batch[i].indexDefs = defs[names[i]]
-			}
+	for from := 0; from < len(tables); from += indexBatch {
+		steps.Done(from)
+		batch := tables[from:min(from+indexBatch, len(tables))]
+		names := make([]schema.QualifiedName, len(batch))
+		for i := range batch {
+			names[i] = schema.QualifiedName{Schema: batch[i].Table.Schema, Name: batch[i].Table.Name}
 		}
-		return nil
-	}
-	for i := range tables {
-		steps.Done(i)
-		defs, err := indexes.IndexDefs(ctx, tables[i].Table.Schema, tables[i].Table.Name)
+		defs, err := indexes.IndexDefsOf(ctx, names)
 		if err != nil {
 			return err
 		}
-		tables[i].indexDefs = defs
+		for i := range batch {
+			batch[i].indexDefs = defs[names[i]]
+		}
 	}
 	return nil
 }

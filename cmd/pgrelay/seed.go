@@ -376,8 +376,8 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 	if f, ok := s.progress.(*os.File); ok && isTerminal(f) {
 		scfg.Progress = f
 	}
-	var idx schema.IndexReader
-	if r, ok := s.facts.(schema.IndexReader); ok {
+	var idx schema.BatchIndexReader
+	if r, ok := s.facts.(schema.BatchIndexReader); ok {
 		idx = r
 	}
 	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major}, tables, s.tgt, idx)
