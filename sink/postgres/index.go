@@ -25,9 +25,6 @@ func (s *Sink) CreateIndexes(ctx context.Context, t *schema.Table, defs []string
 		return err
 	}
 	defer func() { s.releaseBulk(ctx, conn, err == nil) }()
-	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '256MB'"); err != nil {
-		return classify(fmt.Errorf("sink/postgres: build indexes of %s: %w", t.QualifiedName(), err), conn.IsClosed())
-	}
 	for _, def := range defs {
 		sql := ifNotExists(def)
 		if _, err := conn.Exec(ctx, sql); err != nil {
@@ -103,9 +100,6 @@ func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) (err error) {
 	}
 	if has {
 		return nil
-	}
-	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '256MB'"); err != nil {
-		return classify(fmt.Errorf("sink/postgres: add the primary key of %s: %w", qname, err), conn.IsClosed())
 	}
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		return classify(fmt.Errorf("sink/postgres: add the primary key of %s (%s): %w", qname, sql, err), conn.IsClosed())

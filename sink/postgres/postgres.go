@@ -319,8 +319,9 @@ func (s *Sink) Close(ctx context.Context) error {
 // maxBulkIdle is how many bulk-load connections are kept idle.
 const maxBulkIdle = 16
 
-// bulkConn returns a connection for a bulk load: an idle one of an earlier
-// load, or a new one.
+// bulkConn returns a connection for a bulk load, a primary key or an index
+// build: an idle one of an earlier load, or a new one, whose sorts for key and
+// index builds get maintenance_work_mem = 256MB.
 func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
 	s.bulkMu.Lock()
 	for len(s.bulkIdle) > 0 {
@@ -332,7 +333,15 @@ func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
 		}
 	}
 	s.bulkMu.Unlock()
-	return s.connect(ctx)
+	conn, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '256MB'"); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, classify(fmt.Errorf("sink/postgres: set maintenance_work_mem for loads and index builds: %w", err), true)
+	}
+	return conn, nil
 }
 
 // releaseBulk keeps conn for the next bulk load when its load ended well and
