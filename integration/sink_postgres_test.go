@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -788,6 +791,124 @@ func TestSinkPostgresTakesBinary(t *testing.T) {
 	if _, err := s.CopyFromBinary(ctx, items, strings.NewReader("3\tc\t\\N\n")); err == nil || !strings.Contains(err.Error(), `"public"."bin_items"`) {
 		t.Errorf("CopyFromBinary of text: %v", err)
 	}
+}
+
+// TestSinkPostgresBinaryBlankPadded: char(n) values reach the target without
+// their trailing blanks, which the target pads back, so the stored values are
+// the source's byte for byte and much less is sent. A bare bpchar keeps its
+// blanks, and so does a char(n) column whose target column is a bare bpchar.
+func TestSinkPostgresBinaryBlankPadded(t *testing.T) {
+	ctx := t.Context()
+	pg := harness.Postgres(t, 15)
+	sent := countingProxy(t, pg)
+	u, err := url.Parse(pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = sent.addr
+	s, err := postgres.New(ctx, u.String(), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+
+	pg.Exec(t, `CREATE TABLE public.chars_src (id int8, c char(200), mb char(5), b bpchar, v varchar(8), d char(4));
+		INSERT INTO public.chars_src SELECT i, CASE i % 5 WHEN 0 THEN NULL WHEN 1 THEN '' WHEN 2 THEN '  a  ' ELSE 'x' || i END,
+			CASE i % 3 WHEN 0 THEN 'é' WHEN 1 THEN 'éé ü' ELSE NULL END, 'b' || repeat(' ', i % 4), 'v  ', 'd'
+			FROM generate_series(1, 2000) i;
+		CREATE TABLE public.chars_dst (id int8, c char(200), mb char(5), b bpchar, v varchar(8), d bpchar)`)
+	tb := &schema.Table{Schema: "public", Name: "chars_dst", Columns: []schema.Column{
+		{Name: "id", TypeOID: 20, TypeName: "bigint"}, {Name: "c", TypeOID: 1042, TypeName: "character(200)"},
+		{Name: "mb", TypeOID: 1042, TypeName: "character(5)"}, {Name: "b", TypeOID: 1042, TypeName: "bpchar"},
+		{Name: "v", TypeOID: 1043, TypeName: "character varying(8)"}, {Name: "d", TypeOID: 1042, TypeName: "character(4)"}}}
+	if ok, why, err := s.TakesBinary(ctx, tb, 15); err != nil || !ok {
+		t.Fatalf("TakesBinary: %v %s %v", ok, why, err)
+	}
+	var buf bytes.Buffer
+	if _, err := pg.Conn(t).PgConn().CopyTo(ctx, &buf, "COPY public.chars_src TO STDOUT (FORMAT binary)"); err != nil {
+		t.Fatal(err)
+	}
+	size := buf.Len()
+	before := sent.n.Load()
+	if n, err := s.CopyFromBinary(ctx, tb, &buf); err != nil || n != 2000 {
+		t.Fatalf("CopyFromBinary: %d, %v", n, err)
+	}
+	// The blanks of c and mb stay behind (a bpchar's text form has none);
+	// b's and d's go, and a few kB of protocol.
+	var blanks int64
+	if err := pg.Conn(t).QueryRow(ctx, "SELECT sum(octet_length(c) - octet_length(c::text)) + sum(octet_length(mb) - octet_length(mb::text)) FROM public.chars_src").Scan(&blanks); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent.n.Load() - before; got > int64(size)-blanks+4096 || blanks < 300_000 {
+		t.Errorf("the target received %d bytes for %d bytes of COPY data with %d bytes of char(n) blanks", got, size, blanks)
+	}
+	text := func(table string) string {
+		var out bytes.Buffer
+		if _, err := pg.Conn(t).PgConn().CopyTo(ctx, &out, "COPY (SELECT * FROM "+table+" ORDER BY id) TO STDOUT"); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if src, dst := text("public.chars_src"), text("public.chars_dst"); src != dst {
+		t.Errorf("target rows differ from the source's:\n%.300s\nwant\n%.300s", dst, src)
+	}
+	wantQuery(t, pg, "2000 2000 200 4", "SELECT count(*) FILTER (WHERE octet_length(b) = 1 + id % 4) || ' ' || count(*) || ' ' || max(octet_length(c)) || ' ' || max(octet_length(d)) FROM public.chars_dst")
+}
+
+// countingProxy forwards connections on a loopback port to pg's, counting the
+// bytes clients send.
+type byteCounter struct {
+	addr string
+	n    atomic.Int64
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func countingProxy(t *testing.T, pg *harness.PG) *byteCounter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &byteCounter{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pg.Port))
+			if err != nil {
+				client.Close()
+				continue
+			}
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				_, _ = io.Copy(countingWriter{server, &c.n}, client)
+				server.Close()
+			}()
+			go func() {
+				defer wg.Done()
+				_, _ = io.Copy(client, server)
+				client.Close()
+			}()
+		}
+	}()
+	return c
 }
 
 // Benchmarks: rows per second through the sink on a local PostgreSQL 15.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,6 +107,40 @@ func (s *Sink) TakesBinary(ctx context.Context, t *schema.Table, sourceMajor int
 	return true, "", nil
 }
 
+// blankPadded marks, in t's column order, the columns whose target column is
+// char(n): the target pads their values to n characters, so the trailing
+// blanks of a value need not be sent (blankTrimmer). A bare bpchar keeps its
+// value's blanks and is not marked. Only a table with a bpchar column costs a
+// query.
+func (s *Sink) blankPadded(ctx context.Context, conn *pgx.Conn, t *schema.Table) ([]bool, error) {
+	has := false
+	for _, c := range t.Columns {
+		has = has || c.TypeOID == bpcharOID
+	}
+	if !has {
+		return nil, nil
+	}
+	qname := quotedTable(s.dialect, t)
+	rows, err := conn.Query(ctx, `SELECT a.attname::text FROM pg_catalog.pg_attribute a
+		WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+			AND a.atttypid = $2 AND a.atttypmod >= 4`, qname, bpcharOID)
+	if err != nil {
+		return nil, &ChangeError{Op: "read the column types of", Table: qname, Err: err}
+	}
+	padded, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, &ChangeError{Op: "read the column types of", Table: qname, Err: err}
+	}
+	trim := make([]bool, len(t.Columns))
+	for i, c := range t.Columns {
+		trim[i] = c.TypeOID == bpcharOID && slices.Contains(padded, c.Name)
+	}
+	return trim, nil
+}
+
+// bpcharOID is the OID of bpchar, the type of char(n).
+const bpcharOID = 1042
+
 // serverMajor is the major version of the server behind conn, 0 when unknown.
 func serverMajor(conn *pgx.Conn) int {
 	v := conn.PgConn().ParameterStatus("server_version")
@@ -137,6 +172,13 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	}
 	if len(with) > 0 {
 		sql += " WITH (" + strings.Join(with, ", ") + ")"
+	}
+	if o.binary {
+		trim, err := s.blankPadded(ctx, conn, t)
+		if err != nil {
+			return 0, err
+		}
+		r = newBlankTrimmer(r, trim)
 	}
 	tag, err := pg.CopyFrom(ctx, r, sql)
 	if err != nil {
