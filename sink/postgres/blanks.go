@@ -253,12 +253,14 @@ func (t *blankTrimmer) passValue(b []byte, next trimState) {
 	}
 }
 
-// trimBlanks cuts v's trailing blanks (0x20), eight bytes at a time while it
-// can: a char(84) value is mostly blanks.
+// trimBlanks cuts v's trailing blanks (0x20), 32 bytes at a time while it
+// can (memequal compares them at once): a char(84) value is mostly blanks.
 func trimBlanks(v []byte) []byte {
-	const blanks = 0x2020202020202020
 	n := len(v)
-	for n >= 8 && binary.LittleEndian.Uint64(v[n-8:]) == blanks {
+	for n >= len(blanks32) && string(v[n-len(blanks32):n]) == blanks32 {
+		n -= len(blanks32)
+	}
+	for n >= 8 && binary.LittleEndian.Uint64(v[n-8:]) == 0x2020202020202020 {
 		n -= 8
 	}
 	for n > 0 && v[n-1] == ' ' {
@@ -266,3 +268,5 @@ func trimBlanks(v []byte) []byte {
 	}
 	return v[:n]
 }
+
+const blanks32 = "                                "

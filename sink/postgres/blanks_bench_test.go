@@ -26,3 +26,12 @@ func BenchmarkBlankTrimmer(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkTrimBlanks(b *testing.B) {
+	v := append([]byte("abc"), bytes.Repeat([]byte{' '}, 81)...)
+	for b.Loop() {
+		if len(trimBlanks(v)) != 3 {
+			b.Fatal("wrong")
+		}
+	}
+}

@@ -159,13 +159,13 @@ func TestBlankTrimmerPassThrough(t *testing.T) {
 }
 
 // TestTrimBlanks: only trailing 0x20 bytes go, on both sides of the
-// eight-byte steps.
+// 32- and eight-byte steps.
 func TestTrimBlanks(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", ""}, {" ", ""}, {"a", "a"}, {" a ", " a"}, {"a\t ", "a\t"},
 		{"abcdefgh" + strings.Repeat(" ", 17), "abcdefgh"},
 		{"x" + strings.Repeat(" ", 7) + "y" + strings.Repeat(" ", 8), "x" + strings.Repeat(" ", 7) + "y"},
-		{strings.Repeat(" ", 64), ""},
+		{strings.Repeat(" ", 64), ""}, {"x" + strings.Repeat(" ", 71), "x"}, {"y " + strings.Repeat("z", 40) + strings.Repeat(" ", 33), "y " + strings.Repeat("z", 40)},
 	} {
 		if got := string(trimBlanks([]byte(c.in))); got != c.want {
 			t.Errorf("trimBlanks(%q) = %q, want %q", c.in, got, c.want)
