@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -464,6 +465,74 @@ CREATE TABLE public.deferred_pk (id int PRIMARY KEY DEFERRABLE, v text);`)
 			}
 			if total != 7 || len(all[schema.QualifiedName{Schema: "S p", Name: "T 1"}]) != 3 {
 				t.Errorf("%d definitions in all, %q for \"S p\".\"T 1\": the tables' indexes were not read", total, all[schema.QualifiedName{Schema: "S p", Name: "T 1"}])
+			}
+		})
+	}
+}
+
+// TestSchemaTableFactsOf: the facts of many tables read in one query are
+// those read one table at a time, types included; a missing table has empty
+// facts; and a generated column whose table a transaction holds locked sends
+// the batch back to reading table by table, as TableFacts does.
+func TestSchemaTableFactsOf(t *testing.T) {
+	for _, major := range harness.Majors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			src := harness.Postgres(t, major)
+			src.Exec(t, schemaSourceDDL+`
+CREATE TABLE ref.plain (id int PRIMARY KEY, c char(5), z ref.code);
+CREATE TABLE ref.gen (id int PRIMARY KEY, a int, b int GENERATED ALWAYS AS (a * 2) STORED);
+CREATE TABLE "App ü"."Other" (id bigint, home "App ü"."Address", m "App ü".mood);`)
+			facts := schema.NewSourceFacts(src.Conn(t)).(*schema.SourceFacts)
+			names := []schema.QualifiedName{{Schema: "App ü", Name: "People"}, {Schema: "ref", Name: "plain"}, {Schema: "ref", Name: "gen"},
+				{Schema: "App ü", Name: "Other"}, {Schema: "public", Name: "missing"}}
+			check := func(all map[schema.QualifiedName]schema.TableFacts) {
+				t.Helper()
+				for _, n := range names {
+					one, err := facts.TableFacts(ctx, n.Schema, n.Name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, ok := all[n]
+					if !ok {
+						t.Errorf("%s.%s: no entry", n.Schema, n.Name)
+						continue
+					}
+					if !reflect.DeepEqual(got, one) {
+						t.Errorf("%s.%s: TableFactsOf gives\n%+v\nTableFacts\n%+v", n.Schema, n.Name, got, one)
+					}
+				}
+				people := all[schema.QualifiedName{Schema: "App ü", Name: "People"}]
+				if len(people.Columns) != 21 || len(people.Types) < 4 || all[schema.QualifiedName{Schema: "ref", Name: "gen"}].Columns["b"].Generated == "" {
+					t.Errorf("People: %d columns, %d types; gen.b %+v: the facts were not read", len(people.Columns), len(people.Types), all[schema.QualifiedName{Schema: "ref", Name: "gen"}].Columns["b"])
+				}
+			}
+			all, err := facts.TableFactsOf(ctx, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(all)
+
+			// A transaction holding ref.gen locked: the generated expression
+			// cannot be read; TableFacts leaves it out, and so does the batch.
+			locker := src.Conn(t)
+			if _, err := locker.Exec(ctx, "BEGIN; LOCK TABLE ref.gen IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+			all, err = facts.TableFactsOf(ctx, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := all[schema.QualifiedName{Schema: "ref", Name: "gen"}].Columns["b"]; g.TypeName != "integer" || g.Generated != "" {
+				t.Errorf("gen.b under a lock: %+v", g)
+			}
+			if len(all[schema.QualifiedName{Schema: "App ü", Name: "People"}].Columns) != 21 {
+				t.Errorf("People under another table's lock: %d columns", len(all[schema.QualifiedName{Schema: "App ü", Name: "People"}].Columns))
+			}
+			if _, err := locker.Exec(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -151,6 +151,15 @@ func (c *Catalog) Apply(ctx context.Context, rel *source.Relation) (t, prev *Tab
 		return nil, nil, false, fmt.Errorf("schema: read source catalog facts of %s.%s (relation id %d): %w",
 			rel.Namespace, rel.Name, rel.RelationID, err)
 	}
+	return c.ApplyFacts(ctx, rel, facts)
+}
+
+// ApplyFacts is Apply with rel's table facts read beforehand, as
+// BatchFactReader reads those of many tables at once.
+func (c *Catalog) ApplyFacts(ctx context.Context, rel *source.Relation, facts TableFacts) (t, prev *Table, changed bool, err error) {
+	if rel == nil {
+		return nil, nil, false, errors.New("schema: apply relation: nil Relation message")
+	}
 	t, err = c.build(ctx, rel, facts)
 	if err != nil {
 		return nil, nil, false, err

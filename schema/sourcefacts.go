@@ -59,10 +59,11 @@ type RelationNamer interface {
 }
 
 var (
-	_ FactReader     = (*SourceFacts)(nil)
-	_ IndexReader    = (*SourceFacts)(nil)
-	_ KeyIndexReader = (*SourceFacts)(nil)
-	_ RelationNamer  = (*SourceFacts)(nil)
+	_ FactReader      = (*SourceFacts)(nil)
+	_ IndexReader     = (*SourceFacts)(nil)
+	_ KeyIndexReader  = (*SourceFacts)(nil)
+	_ RelationNamer   = (*SourceFacts)(nil)
+	_ BatchFactReader = (*SourceFacts)(nil)
 )
 
 // NewSourceFacts returns a FactReader querying the source catalog over conn.
@@ -226,29 +227,92 @@ const exprLockTimeout = "200ms"
 // (an ACCESS SHARE, waited for at most exprLockTimeout). Column defaults never
 // name columns and are deparsed without it.
 func (s *SourceFacts) tableFacts(ctx context.Context, schema, table string, withGenerated bool) (TableFacts, error) {
-	facts := TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}
+	var facts map[QualifiedName]TableFacts
 	err := s.inTx(ctx, fmt.Sprintf("read columns of %s.%s", schema, table), func(tx pgx.Tx) error {
-		generatedExpr := "''"
-		if withGenerated {
-			if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config('lock_timeout', '`+exprLockTimeout+`', true)`); err != nil {
-				return err
+		var err error
+		facts, err = s.readFacts(ctx, tx, `n.nspname = $1 AND c.relname = $2`, schema, table, withGenerated)
+		return err
+	})
+	if err != nil {
+		return TableFacts{}, err
+	}
+	if f, ok := facts[QualifiedName{schema, table}]; ok {
+		return f, nil
+	}
+	return TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}, nil
+}
+
+// TableFactsOf returns TableFacts of every table of tables, read in one
+// query: a copy of thousands of tables spent about 1 ms on each when it asked
+// one at a time. A table missing on the source has empty facts, as with
+// TableFacts. When a lock stands in the way of a generated column's
+// expression, the tables are read one at a time, as TableFacts does.
+func (s *SourceFacts) TableFactsOf(ctx context.Context, tables []QualifiedName) (map[QualifiedName]TableFacts, error) {
+	schemas, names := make([]string, len(tables)), make([]string, len(tables))
+	for i, t := range tables {
+		schemas[i], names[i] = t.Schema, t.Name
+	}
+	var facts map[QualifiedName]TableFacts
+	err := s.inTx(ctx, fmt.Sprintf("read columns of %d tables", len(tables)), func(tx pgx.Tx) error {
+		var err error
+		facts, err = s.readFacts(ctx, tx, `(n.nspname, c.relname) IN (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])))`,
+			schemas, names, true)
+		return err
+	})
+	if source.IsLockTimeout(err) {
+		facts = map[QualifiedName]TableFacts{}
+		for _, t := range tables {
+			f, err := s.TableFacts(ctx, t.Schema, t.Name)
+			if err != nil {
+				return nil, err
 			}
-			generatedExpr = "pg_catalog.pg_get_expr(d.adbin, d.adrelid)"
+			facts[t] = f
 		}
-		generated := "false"
-		if s.serverVersion >= 120000 {
-			generated = "a.attgenerated <> ''"
+		return facts, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		if _, ok := facts[t]; !ok {
+			facts[t] = TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}
 		}
-		// attmissingval (11+) holds what rows older than an ADD COLUMN read for
-		// it; arrays of arrays cannot be taken apart this way, so not for arrays.
-		missing := "''"
-		if s.serverVersion >= 110000 {
-			missing = `CASE WHEN a.atthasmissing AND a.attndims = 0 AND tt.typcategory <> 'A'
+	}
+	return facts, nil
+}
+
+// BatchFactReader is implemented by fact readers that can read many tables'
+// facts at once (SourceFacts does).
+type BatchFactReader interface {
+	TableFactsOf(ctx context.Context, tables []QualifiedName) (map[QualifiedName]TableFacts, error)
+}
+
+// readFacts reads, in tx, the facts of the tables where picks (over
+// pg_namespace n and pg_class c, with parameters $1 and $2), by table. Only
+// tables with columns have an entry.
+func (s *SourceFacts) readFacts(ctx context.Context, tx pgx.Tx, where string, arg1, arg2 any, withGenerated bool) (map[QualifiedName]TableFacts, error) {
+	generatedExpr := "''"
+	if withGenerated {
+		if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config('lock_timeout', '`+exprLockTimeout+`', true)`); err != nil {
+			return nil, err
+		}
+		generatedExpr = "pg_catalog.pg_get_expr(d.adbin, d.adrelid)"
+	}
+	generated := "false"
+	if s.serverVersion >= 120000 {
+		generated = "a.attgenerated <> ''"
+	}
+	// attmissingval (11+) holds what rows older than an ADD COLUMN read for
+	// it; arrays of arrays cannot be taken apart this way, so not for arrays.
+	missing := "''"
+	if s.serverVersion >= 110000 {
+		missing = `CASE WHEN a.atthasmissing AND a.attndims = 0 AND tt.typcategory <> 'A'
          THEN pg_catalog.quote_literal((a.attmissingval::text::text[])[1]) || '::' || pg_catalog.format_type(a.atttypid, a.atttypmod)
          ELSE '' END`
-		}
-		query := `
-SELECT a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod") + `,
+	}
+	query := `
+SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
+       a.attname, a.attnum, a.atttypid, ` + fmt.Sprintf(typeNameCols, "a.atttypid", "a.atttypmod") + `,
        a.attnotnull,
        CASE WHEN d.adbin IS NULL OR ` + generated + ` THEN '' ELSE pg_catalog.pg_get_expr(d.adbin, 0) END,
        d.adbin IS NOT NULL AND NOT ` + generated + ` AND (
@@ -272,44 +336,63 @@ FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeNameJoin, "a.atttypid") + `
 LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY a.attnum`
-		rows, err := tx.Query(ctx, query, schema, table, mutableNodePattern, funcIDPattern)
-		if err != nil {
-			return err
-		}
-		var userTypes []uint32
-		for rows.Next() {
-			var (
-				name, formatted, nsQuoted, nameQuoted string
-				userNS                                bool
-				f                                     ColumnFacts
-			)
-			if err := rows.Scan(&name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-				&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
-				rows.Close()
-				return err
-			}
-			f.TypeName = qualifiedTypeName(formatted, userNS, nsQuoted, nameQuoted)
-			facts.Columns[name] = f
-			if f.TypeOID >= FirstUserOID {
-				userTypes = append(userTypes, f.TypeOID)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, oid := range userTypes {
-			if err := s.collectType(ctx, tx, oid, facts.Types); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+WHERE ` + where + ` AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY n.nspname, c.relname, a.attnum`
+	rows, err := tx.Query(ctx, query, arg1, arg2, mutableNodePattern, funcIDPattern)
 	if err != nil {
-		return TableFacts{}, err
+		return nil, err
 	}
-	return facts, nil
+	out := map[QualifiedName]TableFacts{}
+	userTypes := map[QualifiedName][]uint32{}
+	for rows.Next() {
+		var (
+			t                                     QualifiedName
+			name, formatted, nsQuoted, nameQuoted string
+			userNS                                bool
+			f                                     ColumnFacts
+		)
+		if err := rows.Scan(&t.Schema, &t.Name, &name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
+			&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		f.TypeName = qualifiedTypeName(formatted, userNS, nsQuoted, nameQuoted)
+		facts, ok := out[t]
+		if !ok {
+			facts = TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}
+			out[t] = facts
+		}
+		facts.Columns[name] = f
+		if f.TypeOID >= FirstUserOID {
+			userTypes[t] = append(userTypes[t], f.TypeOID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Each type is read once however many tables use it.
+	read := map[uint32]*Type{}
+	for t, oids := range userTypes {
+		for _, oid := range oids {
+			if err := s.collectType(ctx, tx, oid, read); err != nil {
+				return nil, err
+			}
+			closeTypes(oid, read, out[t].Types)
+		}
+	}
+	return out, nil
+}
+
+// closeTypes copies oid's type and those it is defined in terms of from read
+// (where collectType put them) into types.
+func closeTypes(oid uint32, read, types map[uint32]*Type) {
+	if oid < FirstUserOID || types[oid] != nil || read[oid] == nil {
+		return
+	}
+	types[oid] = read[oid]
+	for _, dep := range typeDeps(read[oid]) {
+		closeTypes(dep, read, types)
+	}
 }
 
 // collectType reads oid and, recursively, the non-built-in types it is defined in

@@ -324,20 +324,42 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 		return nil, snap, err
 	}
 	var out []snapshot.Table
-	steps := &snapshot.Steps{Log: s.log, What: "preparing the copy: creating the target tables", Total: len(published)}
-	for i, pt := range published {
-		steps.Done(i)
-		name := pt.Relation.Namespace + "." + pt.Relation.Name
-		if skip[name] {
-			continue
+	started := time.Now()
+	steps := &snapshot.Steps{Log: s.log, What: "preparing the copy: reading the tables' definitions", Total: len(published)}
+	for from := 0; from < len(published); from += factsBatch {
+		steps.Done(from)
+		batch := published[from:min(from+factsBatch, len(published))]
+		var facts map[schema.QualifiedName]schema.TableFacts
+		if bf, ok := s.facts.(schema.BatchFactReader); ok {
+			names := make([]schema.QualifiedName, 0, len(batch))
+			for _, pt := range batch {
+				names = append(names, schema.QualifiedName{Schema: pt.Relation.Namespace, Name: pt.Relation.Name})
+			}
+			if facts, err = bf.TableFactsOf(ctx, names); err != nil {
+				return nil, snap, err
+			}
 		}
-		t, _, _, err := s.cat.Apply(ctx, pt.Relation)
-		if err != nil {
-			return nil, snap, err
+		for _, pt := range batch {
+			if skip[pt.Relation.Namespace+"."+pt.Relation.Name] {
+				continue
+			}
+			var t *schema.Table
+			if f, ok := facts[schema.QualifiedName{Schema: pt.Relation.Namespace, Name: pt.Relation.Name}]; ok {
+				t, _, _, err = s.cat.ApplyFacts(ctx, pt.Relation, f)
+			} else {
+				t, _, _, err = s.cat.Apply(ctx, pt.Relation)
+			}
+			if err != nil {
+				return nil, snap, err
+			}
+			out = append(out, snapshot.Table{Table: t, Published: pt, Clean: true})
 		}
-		out = append(out, snapshot.Table{Table: t, Published: pt, Clean: true})
 	}
-	for _, i := range rowTypesFirst(out) {
+	s.log.Debug("read the tables' definitions", "tables", len(out), "took", time.Since(started).Round(time.Millisecond))
+	started = time.Now()
+	steps = &snapshot.Steps{Log: s.log, What: "preparing the copy: creating the target tables", Total: len(out)}
+	for n, i := range rowTypesFirst(out) {
+		steps.Done(n)
 		// Its target rows are replaced: the columns are the publication's now.
 		recopy := *out[i].Table
 		recopy.Recopy = true
@@ -345,8 +367,13 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 			return nil, snap, err
 		}
 	}
+	s.log.Debug("created the target tables", "tables", len(out), "took", time.Since(started).Round(time.Millisecond))
 	return out, snap, nil
 }
+
+// factsBatch is how many tables' definitions are read from the source in one
+// query.
+const factsBatch = 1000
 
 // rowTypesFirst orders the tables to create: those whose row type a column of
 // another table uses before the others, so that the target's CREATE TABLE
