@@ -550,6 +550,25 @@ func TestSinkPostgresSeedStore(t *testing.T) {
 		states[0].SyncLSN != 0 || states[0].SyncSnapshot != "" || states[1].SyncLSN != 0x1800 || states[1].SyncSnapshot != "700:705:702" {
 		t.Fatalf("states: %+v", states)
 	}
+	// Many at once, as the copy marks every table pending: the same rules,
+	// and a table listed twice gets its last state.
+	if err := s.SetTableStates(ctx, "a", []sink.TableState{
+		{Schema: "public", Name: "b", State: sink.TablePending},
+		{Schema: "public", Name: "c", State: sink.TablePending},
+		{Schema: "public", Name: "c", State: sink.TableCopied, Rows: 7, Bytes: 70, PublishedAs: "public.c_root"},
+		{Schema: "s 1", Name: "D", State: sink.TablePending, SyncLSN: 0x1900, SyncSnapshot: "710:712:"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTableStates(ctx, "a", []sink.TableState{{Schema: "public", Name: "e", State: sink.TablePending}, {Schema: "public", Name: "f", State: "weird"}}); err == nil {
+		t.Fatal("unknown state accepted in a batch")
+	}
+	wantQuery(t, pg, "public.a copied 10 - - -|public.b pending 0 0/1800 700:705:702 -|public.c copied 7 - - public.c_root|s 1.D pending 0 0/1900 710:712: -",
+		`SELECT string_agg(concat_ws(' ', schema || '.' || name, state, rows, coalesce(sync_lsn::text, '-'), coalesce(sync_snapshot, '-'), coalesce(published_as, '-')), '|' ORDER BY schema, name)
+			FROM pgrelay.table_state WHERE slot = 'a'`)
+	if err := store.SetTableState(ctx, "a", sink.TableState{Schema: "public", Name: "a", State: sink.TableCopied, Rows: 10, Bytes: 100}); err != nil {
+		t.Fatal(err)
+	}
 	if err := store.MarkSeeded(ctx, "a", 0x2000); err == nil {
 		t.Fatal("MarkSeeded at another consistent point accepted")
 	}
@@ -643,6 +662,37 @@ func TestSinkPostgresEmpty(t *testing.T) {
 		t.Fatalf("Empty: %v", err)
 	}
 	wantQuery(t, pg, "0", "SELECT count(*) FROM public.clean")
+
+	// Many at once: those with rows are truncated, the empty ones keep
+	// their files; a missing table is named.
+	var tables []*schema.Table
+	for i := range 150 {
+		tb := sinktest.ItemsTable("public", fmt.Sprintf("many_%d", i))
+		ensure(t, s, tb)
+		tables = append(tables, tb)
+	}
+	pg.Exec(t, "INSERT INTO public.many_3 VALUES (1, 'x', NULL); INSERT INTO public.many_120 VALUES (1, 'x', NULL)")
+	files := func() string {
+		return pg.QueryString(t, "SELECT string_agg(pg_relation_filenode(c.oid)::text, ',' ORDER BY c.relname) FROM pg_class c WHERE c.relname ~ '^many_[0-9]+$'")
+	}
+	before = files()
+	if err := s.EmptyTables(ctx, tables); err != nil {
+		t.Fatalf("EmptyTables: %v", err)
+	}
+	wantQuery(t, pg, "0", "SELECT (SELECT count(*) FROM public.many_3) + (SELECT count(*) FROM public.many_120)")
+	changed := 0
+	for i, f := range strings.Split(files(), ",") {
+		if f != strings.Split(before, ",")[i] {
+			changed++
+		}
+	}
+	if changed != 2 {
+		t.Errorf("%d tables got a new file, want the 2 that had rows", changed)
+	}
+	gone := sinktest.ItemsTable("public", "many_gone")
+	if err := s.EmptyTables(ctx, append(tables[:5:5], gone)); err == nil || !strings.Contains(err.Error(), `"public"."many_gone"`) {
+		t.Errorf("EmptyTables with a missing table: %v", err)
+	}
 }
 
 // TestSinkPostgresBulkConnections: bulk loads reuse the connection of an
@@ -773,6 +823,22 @@ func TestSinkPostgresTakesBinary(t *testing.T) {
 	}
 	if ok, why := takes(span, 17); ok || !strings.Contains(why, "PostgreSQL 17 source") {
 		t.Errorf("interval from 17 into 15: ok %v, %q", ok, why)
+	}
+
+	// Many at once: the same answers as one at a time.
+	batch := []*schema.Table{items, other, reg, span, sinktest.ItemsTable("public", "bin_missing"), items}
+	oks, whys, err := s.TakesBinaryOf(ctx, batch, 17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tb := range batch {
+		ok, why := takes(tb, 17)
+		if oks[i] != ok || whys[i] != why {
+			t.Errorf("TakesBinaryOf %s: %v %q, TakesBinary %v %q", tb.QualifiedName(), oks[i], whys[i], ok, why)
+		}
+	}
+	if !oks[0] || oks[1] || !oks[5] {
+		t.Errorf("TakesBinaryOf: %v %q", oks, whys)
 	}
 
 	// CopyFromBinary loads a binary COPY made by the server itself.

@@ -54,7 +54,7 @@ func TestChooseFormat(t *testing.T) {
 
 	r := formatRun(builtin...)
 	yes := &binaryTarget{ok: true}
-	if err := chooseFormat(ctx, cfg, src, r, yes); err != nil {
+	if err := chooseFormats(ctx, cfg, src, []*tableRun{r}, yes); err != nil {
 		t.Fatal(err)
 	}
 	j := job{table: r, whereRange: true, fromPage: 10, toPage: 20}
@@ -66,7 +66,7 @@ func TestChooseFormat(t *testing.T) {
 	// The target says no: text, as before.
 	r = formatRun(builtin...)
 	no := &binaryTarget{ok: false}
-	if err := chooseFormat(ctx, cfg, src, r, no); err != nil {
+	if err := chooseFormats(ctx, cfg, src, []*tableRun{r}, no); err != nil {
 		t.Fatal(err)
 	}
 	if r.casts != nil || no.asked != 1 {
@@ -85,7 +85,7 @@ func TestChooseFormat(t *testing.T) {
 	} {
 		r = formatRun(append(builtin[:2:2], col)...)
 		yes = &binaryTarget{ok: true}
-		if err := chooseFormat(ctx, cfg, src, r, yes); err != nil {
+		if err := chooseFormats(ctx, cfg, src, []*tableRun{r}, yes); err != nil {
 			t.Fatal(err)
 		}
 		if r.casts != nil || yes.asked != 0 {
@@ -97,13 +97,42 @@ func TestChooseFormat(t *testing.T) {
 	r = formatRun(builtin...)
 	r.Published.Columns = []string{"filler", "aid", "Tags", "flag"}
 	yes = &binaryTarget{ok: true}
-	if err := chooseFormat(ctx, cfg, src, r, yes); err != nil || r.casts != nil {
+	if err := chooseFormats(ctx, cfg, src, []*tableRun{r}, yes); err != nil || r.casts != nil {
 		t.Errorf("reordered columns: casts %v, %v", r.casts, err)
 	}
 
 	// A target without the capability: text.
 	r = formatRun(builtin...)
-	if err := chooseFormat(ctx, cfg, src, r, textTarget{}); err != nil || r.casts != nil {
+	if err := chooseFormats(ctx, cfg, src, []*tableRun{r}, textTarget{}); err != nil || r.casts != nil {
 		t.Errorf("text-only target: casts %v, %v", r.casts, err)
 	}
+
+	// A target that answers for many tables at once is asked once, about
+	// the tables whose types may go in binary, and each answer goes to its
+	// table.
+	runs := []*tableRun{formatRun(builtin...), formatRun(builtin[0], schema.Column{Name: "doc", TypeOID: 142, TypeName: "xml"}), formatRun(builtin...), formatRun(builtin[:1]...)}
+	runs[2].Table.Table.Name = "no"
+	batch := &batchTarget{}
+	if err := chooseFormats(ctx, cfg, src, runs, batch); err != nil {
+		t.Fatal(err)
+	}
+	if batch.calls != 1 || batch.asked != 3 || runs[0].casts == nil || runs[1].casts != nil || runs[2].casts != nil || runs[3].casts == nil {
+		t.Errorf("batch: %d calls about %d tables; casts %v / %v / %v / %v", batch.calls, batch.asked, runs[0].casts, runs[1].casts, runs[2].casts, runs[3].casts)
+	}
+}
+
+// batchTarget answers TakesBinaryOf: yes for every table not named "no".
+type batchTarget struct {
+	binaryTarget
+	calls, asked int
+}
+
+func (b *batchTarget) TakesBinaryOf(_ context.Context, tables []*schema.Table, _ int) ([]bool, []string, error) {
+	b.calls++
+	b.asked += len(tables)
+	ok, why := make([]bool, len(tables)), make([]string, len(tables))
+	for i, t := range tables {
+		ok[i] = t.Name != "no"
+	}
+	return ok, why, nil
 }

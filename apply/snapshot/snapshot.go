@@ -39,6 +39,23 @@ type Cleaner interface {
 	Empty(ctx context.Context, t *schema.Table) error
 }
 
+// TablesCleaner is Cleaner for many tables at once (the PostgreSQL sink
+// looks into a hundred per round trip).
+type TablesCleaner interface {
+	EmptyTables(ctx context.Context, tables []*schema.Table) error
+}
+
+// StatesSetter is the capability to set many tables' snapshot states at once.
+type StatesSetter interface {
+	SetTableStates(ctx context.Context, slot string, states []sink.TableState) error
+}
+
+// BinaryChecker is sink.BinaryBulkLoader's TakesBinary for many tables at
+// once.
+type BinaryChecker interface {
+	TakesBinaryOf(ctx context.Context, tables []*schema.Table, sourceMajor int) (ok []bool, why []string, err error)
+}
+
 // IndexBuilder is the capability to build secondary indexes from the source's
 // index definitions (pg_get_indexdef), after the data is in.
 type IndexBuilder interface {
@@ -167,29 +184,8 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	runs, jobs := planJobs(tables, src.Major, cfg)
 
 	// Empty what must be emptied once, before any range of it loads.
-	steps := &Steps{Log: cfg.Log, What: "preparing the copy: emptying the target tables", Total: len(runs)}
-	for i, r := range runs {
-		steps.Done(i)
-		if err := target.SetTableState(ctx, cfg.Slot, sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TablePending}); err != nil {
-			return Result{}, err
-		}
-		if r.Clean {
-			cl, ok := target.(Cleaner)
-			if !ok {
-				return Result{}, fmt.Errorf("snapshot: the target cannot empty %s before copying it", r.Table.Table.QualifiedName())
-			}
-			if err := cl.Empty(ctx, r.Table.Table); err != nil {
-				return Result{}, fmt.Errorf("snapshot: empty %s on the target before copying it: %w", r.Table.Table.QualifiedName(), err)
-			}
-			if kd, ok := target.(KeyDeferrer); ok && r.Table.loadsWithoutKey() {
-				if _, err := kd.DropPrimaryKey(ctx, r.Table.Table); err != nil {
-					return Result{}, err
-				}
-			}
-		}
-		if err := chooseFormat(ctx, cfg, src, r, target); err != nil {
-			return Result{}, err
-		}
+	if err := prepareRuns(ctx, cfg, src, runs, target); err != nil {
+		return Result{}, err
 	}
 
 	workers := min(cfg.Workers, len(jobs))
@@ -366,19 +362,123 @@ func openSnapshot(ctx context.Context, src Source) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// chooseFormat decides once per table, before its jobs run, whether it goes
+// prepareRuns marks every table pending, empties those to be emptied (and
+// drops the primary key of those loaded without it), and chooses each
+// table's format, many tables per round trip where the target can.
+func prepareRuns(ctx context.Context, cfg Config, src Source, runs []*tableRun, target Target) error {
+	states := make([]sink.TableState, len(runs))
+	for i, r := range runs {
+		states[i] = sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TablePending}
+	}
+	if ss, ok := target.(StatesSetter); ok {
+		if err := ss.SetTableStates(ctx, cfg.Slot, states); err != nil {
+			return err
+		}
+	} else {
+		for _, st := range states {
+			if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
+				return err
+			}
+		}
+	}
+	var clean []*tableRun
+	for _, r := range runs {
+		if r.Clean {
+			clean = append(clean, r)
+		}
+	}
+	if len(clean) > 0 {
+		if tc, ok := target.(TablesCleaner); ok {
+			tables := make([]*schema.Table, len(clean))
+			for i, r := range clean {
+				tables[i] = r.Table.Table
+			}
+			if err := tc.EmptyTables(ctx, tables); err != nil {
+				return fmt.Errorf("snapshot: empty the target tables before copying them: %w", err)
+			}
+		} else {
+			cl, ok := target.(Cleaner)
+			if !ok {
+				return fmt.Errorf("snapshot: the target cannot empty %s before copying it", clean[0].Table.Table.QualifiedName())
+			}
+			steps := &Steps{Log: cfg.Log, What: "preparing the copy: emptying the target tables", Total: len(clean)}
+			for i, r := range clean {
+				steps.Done(i)
+				if err := cl.Empty(ctx, r.Table.Table); err != nil {
+					return fmt.Errorf("snapshot: empty %s on the target before copying it: %w", r.Table.Table.QualifiedName(), err)
+				}
+			}
+		}
+		if kd, ok := target.(KeyDeferrer); ok {
+			for _, r := range clean {
+				if r.Table.loadsWithoutKey() {
+					if _, err := kd.DropPrimaryKey(ctx, r.Table.Table); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return chooseFormats(ctx, cfg, src, runs, target)
+}
+
+// chooseFormats decides once per table, before its jobs run, whether it goes
 // in COPY binary format, which costs the target less CPU than text: only when
 // the target can load binary, every copied column is of a type whose binary
 // form means the same on both servers (schema.BinaryCopyType), and the target
 // table has exactly these types. Otherwise the table goes in text, which the
 // target's input functions read into whatever types its columns have.
-func chooseFormat(ctx context.Context, cfg Config, src Source, r *tableRun, target Target) error {
+func chooseFormats(ctx context.Context, cfg Config, src Source, runs []*tableRun, target Target) error {
 	bl, ok := target.(sink.BinaryBulkLoader)
 	if !ok {
 		return nil
 	}
+	var ask []*tableRun
+	var casts [][]string
+	for _, r := range runs {
+		if c := binaryCasts(cfg, r); c != nil {
+			ask, casts = append(ask, r), append(casts, c)
+		}
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	tables := make([]*schema.Table, len(ask))
+	for i, r := range ask {
+		tables[i] = r.Table.Table
+	}
+	var oks []bool
+	var whys []string
+	if bc, ok := target.(BinaryChecker); ok {
+		var err error
+		if oks, whys, err = bc.TakesBinaryOf(ctx, tables, src.Major); err != nil {
+			return fmt.Errorf("snapshot: choose the copy format of %d tables: %w", len(tables), err)
+		}
+	} else {
+		for _, t := range tables {
+			ok, why, err := bl.TakesBinary(ctx, t, src.Major)
+			if err != nil {
+				return fmt.Errorf("snapshot: choose the copy format of %s: %w", t.QualifiedName(), err)
+			}
+			oks, whys = append(oks, ok), append(whys, why)
+		}
+	}
+	for i, r := range ask {
+		if !oks[i] {
+			cfg.Log.Debug("copying in text format", "table", tables[i].QualifiedName(), "why", whys[i])
+			continue
+		}
+		r.casts = casts[i]
+	}
+	return nil
+}
+
+// binaryCasts returns the casts of r's columns in the source's select list
+// when every published column is a table column of a type that may go in
+// binary, nil otherwise.
+func binaryCasts(cfg Config, r *tableRun) []string {
 	t := r.Table.Table
-	text := func(why string) error {
+	text := func(why string) []string {
 		cfg.Log.Debug("copying in text format", "table", t.QualifiedName(), "why", why)
 		return nil
 	}
@@ -402,15 +502,7 @@ func chooseFormat(ctx context.Context, cfg Config, src Source, r *tableRun, targ
 		// type changed since the table was read.
 		casts[i] = "::" + pgx.Identifier{"pg_catalog", typ}.Sanitize()
 	}
-	ok, why, err := bl.TakesBinary(ctx, t, src.Major)
-	if err != nil {
-		return fmt.Errorf("snapshot: choose the copy format of %s: %w", t.QualifiedName(), err)
-	}
-	if !ok {
-		return text(why)
-	}
-	r.casts = casts
-	return nil
+	return casts
 }
 
 // copyOutSQL is the source's COPY TO STDOUT of one job: the published

@@ -50,6 +50,57 @@ func (s *Sink) Empty(ctx context.Context, t *schema.Table) error {
 	})
 }
 
+// EmptyTables is Empty for many tables, with the look for rows of up to
+// emptyBatch tables under one lock statement in one round trip; those with
+// rows are then truncated one by one. A batch that fails (a table missing)
+// is done again table by table, so the error names the table.
+func (s *Sink) EmptyTables(ctx context.Context, tables []*schema.Table) error {
+	for from := 0; from < len(tables); from += emptyBatch {
+		batch := tables[from:min(from+emptyBatch, len(tables))]
+		qnames := make([]string, len(batch))
+		exists := make([]string, len(batch))
+		for i, t := range batch {
+			qnames[i] = quotedTable(s.dialect, t)
+			exists[i] = "EXISTS (SELECT FROM " + qnames[i] + ")"
+		}
+		var filled []bool
+		err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+			results, err := conn.PgConn().Exec(ctx, "BEGIN; LOCK TABLE "+strings.Join(qnames, ", ")+" IN SHARE MODE; SELECT ARRAY["+strings.Join(exists, ", ")+"]::text; COMMIT").ReadAll()
+			if err != nil {
+				if conn.PgConn().TxStatus() != 'I' {
+					_, _ = conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
+				}
+				return err
+			}
+			if len(results) != 4 || len(results[2].Rows) != 1 || len(results[2].Rows[0]) != 1 {
+				return fmt.Errorf("unexpected answer to the look for rows")
+			}
+			arr := strings.Trim(string(results[2].Rows[0][0]), "{}")
+			for _, v := range strings.Split(arr, ",") {
+				filled = append(filled, v == "t")
+			}
+			if len(filled) != len(batch) {
+				return fmt.Errorf("%d answers for %d tables", len(filled), len(batch))
+			}
+			return nil
+		})
+		if err != nil {
+			filled = nil
+		}
+		for i, t := range batch {
+			if filled == nil || filled[i] {
+				if err := s.Empty(ctx, t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// emptyBatch is how many tables EmptyTables locks and looks into at once.
+const emptyBatch = 100
+
 // CopyFromBinary is CopyFrom for COPY binary data, for a table TakesBinary
 // accepted. The target's receive functions apply the target columns' typmods
 // (char(n), numeric(p,s), varchar(n)) as text input would.
@@ -63,48 +114,97 @@ func (s *Sink) CopyFromBinary(ctx context.Context, t *schema.Table, r io.Reader)
 // same name is of exactly that type (pg_attribute.atttypid). A table created
 // beforehand with other types gets text, which the target converts.
 func (s *Sink) TakesBinary(ctx context.Context, t *schema.Table, sourceMajor int) (bool, string, error) {
-	qname := quotedTable(s.dialect, t)
-	for _, c := range t.Columns {
-		if _, ok := schema.BinaryCopyType(c.TypeOID); !ok {
-			return false, fmt.Sprintf("column %s is of type %s", s.dialect.QuoteIdent(c.Name), c.TypeName), nil
-		}
-	}
-	var targetMajor int
-	targetTypes := map[string]uint32{}
-	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
-		targetMajor = serverMajor(conn)
-		rows, err := conn.Query(ctx, `SELECT a.attname::text, a.atttypid FROM pg_catalog.pg_attribute a
-			WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, qname)
-		if err != nil {
-			return err
-		}
-		var name string
-		var typ uint32
-		_, err = pgx.ForEachRow(rows, []any{&name, &typ}, func() error {
-			targetTypes[name] = typ
-			return nil
-		})
-		return err
-	})
+	ok, why, err := s.TakesBinaryOf(ctx, []*schema.Table{t}, sourceMajor)
 	if err != nil {
-		return false, "", fmt.Errorf("sink/postgres: read the column types of %s: %w", qname, err)
+		return false, "", err
 	}
+	return ok[0], why[0], nil
+}
+
+// TakesBinaryOf is TakesBinary for many tables, with the target's column
+// types read in one query per takesBinaryBatch tables.
+func (s *Sink) TakesBinaryOf(ctx context.Context, tables []*schema.Table, sourceMajor int) (ok []bool, why []string, err error) {
+	ok, why = make([]bool, len(tables)), make([]string, len(tables))
+	var ask []int // tables of types that may go in binary
+	for i, t := range tables {
+		why[i] = ""
+		for _, c := range t.Columns {
+			if _, known := schema.BinaryCopyType(c.TypeOID); !known {
+				why[i] = fmt.Sprintf("column %s is of type %s", s.dialect.QuoteIdent(c.Name), c.TypeName)
+				break
+			}
+		}
+		if why[i] == "" {
+			ask = append(ask, i)
+		}
+	}
+	for from := 0; from < len(ask); from += takesBinaryBatch {
+		batch := ask[from:min(from+takesBinaryBatch, len(ask))]
+		qnames := make([]string, len(batch))
+		for k, i := range batch {
+			qnames[k] = quotedTable(s.dialect, tables[i])
+		}
+		var targetMajor int
+		types := make([]map[string]uint32, len(batch))
+		err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+			targetMajor = serverMajor(conn)
+			rows, err := conn.Query(ctx, `SELECT q.i::int, a.attname::text, a.atttypid
+				FROM unnest($1::text[]) WITH ORDINALITY AS q(name, i)
+				JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(q.name) AND a.attnum > 0 AND NOT a.attisdropped`, qnames)
+			if err != nil {
+				return err
+			}
+			var (
+				k    int
+				name string
+				typ  uint32
+			)
+			_, err = pgx.ForEachRow(rows, []any{&k, &name, &typ}, func() error {
+				if k < 1 || k > len(types) {
+					return fmt.Errorf("column of table %d of %d", k, len(types))
+				}
+				if types[k-1] == nil {
+					types[k-1] = map[string]uint32{}
+				}
+				types[k-1][name] = typ
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			if len(batch) == 1 {
+				return nil, nil, fmt.Errorf("sink/postgres: read the column types of %s: %w", qnames[0], err)
+			}
+			return nil, nil, fmt.Errorf("sink/postgres: read the column types of %d tables: %w", len(batch), err)
+		}
+		for k, i := range batch {
+			ok[i], why[i] = s.takesBinary(tables[i], qnames[k], types[k], sourceMajor, targetMajor)
+		}
+	}
+	return ok, why, nil
+}
+
+// takesBinaryBatch is how many tables TakesBinaryOf asks about at once.
+const takesBinaryBatch = 1000
+
+// takesBinary judges one table from its target column types.
+func (s *Sink) takesBinary(t *schema.Table, qname string, targetTypes map[string]uint32, sourceMajor, targetMajor int) (bool, string) {
 	if len(targetTypes) == 0 {
-		return false, "no target table " + qname, nil
+		return false, "no target table " + qname
 	}
 	for _, c := range t.Columns {
 		col := s.dialect.QuoteIdent(c.Name)
 		typ, ok := targetTypes[c.Name]
 		switch {
 		case !ok:
-			return false, fmt.Sprintf("no column %s in %s", col, qname), nil
+			return false, fmt.Sprintf("no column %s in %s", col, qname)
 		case typ != c.TypeOID:
-			return false, fmt.Sprintf("column %s is of type %s (OID %d) on the source, OID %d on the target", col, c.TypeName, c.TypeOID, typ), nil
+			return false, fmt.Sprintf("column %s is of type %s (OID %d) on the source, OID %d on the target", col, c.TypeName, c.TypeOID, typ)
 		case !schema.BinaryCopyBetween(c.TypeOID, sourceMajor, targetMajor):
-			return false, fmt.Sprintf("column %s of type %s may hold values of a PostgreSQL %d source that a PostgreSQL %d target does not know", col, c.TypeName, sourceMajor, targetMajor), nil
+			return false, fmt.Sprintf("column %s of type %s may hold values of a PostgreSQL %d source that a PostgreSQL %d target does not know", col, c.TypeName, sourceMajor, targetMajor)
 		}
 	}
-	return true, "", nil
+	return true, ""
 }
 
 // blankPadded marks, in t's column order, the columns whose target column is

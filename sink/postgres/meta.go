@@ -181,40 +181,72 @@ func (s *Sink) TableStates(ctx context.Context, slot string) ([]sink.TableState,
 
 // SetTableState inserts or replaces one table's snapshot state.
 func (s *Sink) SetTableState(ctx context.Context, slot string, st sink.TableState) error {
-	switch st.State {
-	case sink.TablePending, sink.TableCopying, sink.TableCopied, sink.TableIndexed:
-	default:
-		return fmt.Errorf("sink/postgres: set state of table %s.%s: unknown state %q (want pending, copying, copied or indexed)", st.Schema, st.Name, st.State)
+	if err := s.setTableStates(ctx, slot, []sink.TableState{st}); err != nil {
+		return fmt.Errorf("sink/postgres: set state of table %s.%s: %w", st.Schema, st.Name, err)
 	}
-	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
-		var syncLSN *string
-		if st.SyncLSN != 0 {
-			l := st.SyncLSN.String()
-			syncLSN = &l
-		}
-		var syncSnap *string
-		if st.SyncSnapshot != "" {
-			syncSnap = &st.SyncSnapshot
+	return nil
+}
+
+// SetTableStates is SetTableState for many tables in one statement: a copy
+// of thousands of tables spent a round trip on each. A table listed twice
+// gets its last state.
+func (s *Sink) SetTableStates(ctx context.Context, slot string, states []sink.TableState) error {
+	if err := s.setTableStates(ctx, slot, states); err != nil {
+		return fmt.Errorf("sink/postgres: set the states of %d tables: %w", len(states), err)
+	}
+	return nil
+}
+
+func (s *Sink) setTableStates(ctx context.Context, slot string, states []sink.TableState) error {
+	n := len(states)
+	schemas, names, kinds := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	rows, bytes := make([]int64, 0, n), make([]int64, 0, n)
+	syncLSNs, syncSnaps, publishedAs := make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+	at := map[[2]string]int{}
+	for _, st := range states {
+		switch st.State {
+		case sink.TablePending, sink.TableCopying, sink.TableCopied, sink.TableIndexed:
+		default:
+			return fmt.Errorf("table %s.%s: unknown state %q (want pending, copying, copied or indexed)", st.Schema, st.Name, st.State)
 		}
 		// A table keeps its sync LSN and snapshot until a new seed forgets
-		// every state.
-		var publishedAs *string
-		if st.PublishedAs != "" {
-			publishedAs = &st.PublishedAs
+		// every state: NULL leaves them as they are.
+		var lsn, snap, as *string
+		if st.SyncLSN != 0 {
+			l := st.SyncLSN.String()
+			lsn = &l
 		}
+		if st.SyncSnapshot != "" {
+			snap = &st.SyncSnapshot
+		}
+		if st.PublishedAs != "" {
+			as = &st.PublishedAs
+		}
+		key := [2]string{st.Schema, st.Name}
+		if i, ok := at[key]; ok {
+			kinds[i], rows[i], bytes[i], syncLSNs[i], syncSnaps[i], publishedAs[i] = st.State, st.Rows, st.Bytes, lsn, snap, as
+			continue
+		}
+		at[key] = len(schemas)
+		schemas, names, kinds = append(schemas, st.Schema), append(names, st.Name), append(kinds, st.State)
+		rows, bytes = append(rows, st.Rows), append(bytes, st.Bytes)
+		syncLSNs, syncSnaps, publishedAs = append(syncLSNs, lsn), append(syncSnaps, snap), append(publishedAs, as)
+	}
+	if len(schemas) == 0 {
+		return nil
+	}
+	return s.withMeta(ctx, func(conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, `INSERT INTO pgrelay.table_state (slot, schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::text::pg_lsn, $8, $9, now())
+			SELECT $1, u.schema, u.name, u.state, u.rows, u.bytes, u.sync_lsn::pg_lsn, u.sync_snapshot, u.published_as, now()
+			FROM ROWS FROM (unnest($2::text[]), unnest($3::text[]), unnest($4::text[]), unnest($5::int8[]), unnest($6::int8[]),
+				unnest($7::text[]), unnest($8::text[]), unnest($9::text[])) AS u(schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as)
 			ON CONFLICT (slot, schema, name) DO UPDATE SET state = excluded.state, rows = excluded.rows,
 				bytes = excluded.bytes, sync_lsn = coalesce(excluded.sync_lsn, pgrelay.table_state.sync_lsn),
 				sync_snapshot = CASE WHEN excluded.sync_lsn IS NULL THEN pgrelay.table_state.sync_snapshot ELSE excluded.sync_snapshot END,
 				published_as = coalesce(excluded.published_as, pgrelay.table_state.published_as),
-				updated_at = now()`, slot, st.Schema, st.Name, st.State, st.Rows, st.Bytes, syncLSN, syncSnap, publishedAs)
+				updated_at = now()`, slot, schemas, names, kinds, rows, bytes, syncLSNs, syncSnaps, publishedAs)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("sink/postgres: set state of table %s.%s: %w", st.Schema, st.Name, err)
-	}
-	return nil
 }
 
 // Teardown removes the slot's rows from pgrelay's metadata, and the pgrelay
