@@ -18,7 +18,11 @@ type e2eVerifyReport struct {
 	Equal  bool `json:"equal"`
 	Tables []struct {
 		Table          string   `json:"table"`
+		Schema         string   `json:"schema"`
+		Name           string   `json:"name"`
 		TargetTable    string   `json:"target_table"`
+		TargetSchema   string   `json:"target_schema"`
+		TargetName     string   `json:"target_name"`
 		Equal          bool     `json:"equal"`
 		Result         string   `json:"result"`
 		Key            []string `json:"key"`
@@ -141,7 +145,11 @@ func testVerify(t *testing.T, major int) {
 		}
 	}
 	text := e.mustRun(2*time.Minute, "verify")
-	if out := strings.Join(text.out.all(), "\n"); !strings.Contains(out, "verify: all 7 tables equal") || !strings.Contains(out, "E2e App.Order Lines") {
+	if tb := r.Tables[byName["E2e App.Order Lines"]]; tb.Schema != "E2e App" || tb.Name != "Order Lines" {
+		t.Errorf("--json schema and name of \"E2e App\".\"Order Lines\": %q, %q", tb.Schema, tb.Name)
+	}
+	// Names print as SQL writes them, quoted where needed.
+	if out := strings.Join(text.out.all(), "\n"); !strings.Contains(out, "verify: all 7 tables equal") || !strings.Contains(out, `"E2e App"."Order Lines"`) || !strings.Contains(out, "\npublic.vt_text ") {
 		t.Errorf("verify text output:\n%s", out)
 	}
 	if _, ok := text.findLog("table verified"); !ok {

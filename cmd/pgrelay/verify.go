@@ -57,9 +57,9 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	for _, t := range report.Tables {
 		switch {
 		case t.Confirmed():
-			de.differing = append(de.differing, t.Table.String())
+			de.differing = append(de.differing, displayName(t.Table.Schema, t.Table.Name))
 		case !t.Equal():
-			unsettled = append(unsettled, t.Table.String())
+			unsettled = append(unsettled, displayName(t.Table.Schema, t.Table.Name))
 		}
 	}
 	if len(de.differing) > 0 {
@@ -152,8 +152,12 @@ type verifyJSON struct {
 }
 
 type verifyTableJSON struct {
-	Table          string           `json:"table"`
+	Table          string           `json:"table"` // schema.name, unquoted: kept for existing readers
+	Schema         string           `json:"schema"`
+	Name           string           `json:"name"`
 	TargetTable    string           `json:"target_table"`
+	TargetSchema   string           `json:"target_schema"`
+	TargetName     string           `json:"target_name"`
 	Equal          bool             `json:"equal"`
 	Result         string           `json:"result"` // equal, differs, unsettled
 	Key            []string         `json:"key"`    // empty: compared whole
@@ -194,7 +198,8 @@ func writeVerifyJSON(w io.Writer, r *verify.Report) error {
 	out := verifyJSON{Equal: r.Equal(), Tables: []verifyTableJSON{}}
 	for _, t := range r.Tables {
 		tj := verifyTableJSON{
-			Table: t.Table.String(), TargetTable: t.Target.String(), Equal: t.Equal(), Result: tableResult(&t), Key: emptyIfNil(t.Key),
+			Table: t.Table.String(), Schema: t.Table.Schema, Name: t.Table.Name,
+			TargetTable: t.Target.String(), TargetSchema: t.Target.Schema, TargetName: t.Target.Name, Equal: t.Equal(), Result: tableResult(&t), Key: emptyIfNil(t.Key),
 			ByteOrder: t.ByteOrder, Chunks: t.Chunks, SourceRows: t.SourceRows, TargetRows: t.TargetRows,
 			MissingColumns: emptyIfNil(t.MissingColumns), Differences: []verifyDiffJSON{}, Seconds: t.Took.Seconds(),
 		}
@@ -224,9 +229,9 @@ func writeVerifyText(w io.Writer, r *verify.Report) error {
 			result = strings.ToUpper(result)
 			differing++
 		}
-		name := t.Table.String()
+		name := displayName(t.Table.Schema, t.Table.Name)
 		if t.Target != t.Table {
-			name += " (target " + t.Target.String() + ")"
+			name += " (target " + displayName(t.Target.Schema, t.Target.Name) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", name, result, t.SourceRows, t.TargetRows, t.Chunks)
 	}
@@ -237,7 +242,7 @@ func writeVerifyText(w io.Writer, r *verify.Report) error {
 		if t.Equal() {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %s:\n", t.Table, tableResult(&t))
+		fmt.Fprintf(w, "\n%s %s:\n", displayName(t.Table.Schema, t.Table.Name), tableResult(&t))
 		if len(t.MissingColumns) > 0 {
 			fmt.Fprintf(w, "  columns missing on the target: %s\n", strings.Join(t.MissingColumns, ", "))
 		}
