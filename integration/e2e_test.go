@@ -1596,6 +1596,33 @@ func TestE2ETargetTableInTheWay(t *testing.T) {
 	e2eCompare(t, e)
 }
 
+// TestE2ETargetTableLacksColumns: an empty target table made beforehand
+// without a published column is refused before anything is created on the
+// source, naming the table and the columns; once they are added, migrate
+// copies into it.
+func TestE2ETargetTableLacksColumns(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE tl (id int PRIMARY KEY, a text, "B c" int, g int GENERATED ALWAYS AS (id * 2) STORED);
+		INSERT INTO tl (id, a, "B c") SELECT g, 'x' || g, g FROM generate_series(1, 50) g;
+		CREATE TABLE tl_ok (id int PRIMARY KEY, v text); INSERT INTO tl_ok VALUES (1, 'v')`)
+	e.tgt.Exec(t, `CREATE TABLE public.tl (id int PRIMARY KEY); CREATE TABLE public.tl_ok (id int PRIMARY KEY, v text, extra int)`)
+	p, code := e.run(3*time.Minute, "migrate")
+	if code != 1 || !strings.Contains(p.logs(), `public.tl lacks a, "B c"`) || strings.Contains(p.logs(), "tl_ok") {
+		t.Errorf("migrate into a target table without published columns: exit %d, want 1 naming public.tl and its columns a, \"B c\" only; log:\n%s", code, p.logs())
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "0" {
+		t.Errorf("a slot was created although the copy was refused")
+	}
+	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); got != "0" {
+		t.Errorf("the publication created for the refused copy stays on the source")
+	}
+	e.tgt.Exec(t, `ALTER TABLE public.tl ADD COLUMN a text, ADD COLUMN "B c" int, ADD COLUMN g int`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	if got := e.tgt.QueryString(t, `SELECT count(*) || ' ' || sum("B c") FROM public.tl`); got != "50 1275" {
+		t.Errorf("target rows after the columns were added: %s, want 50 1275", got)
+	}
+}
+
 // TestE2ETargetRolePrivileges: a target role with CREATE on the database but
 // not on schema public (the default from PostgreSQL 15) is told what to grant
 // before anything is created on the source; after the grant, migrate works.

@@ -129,7 +129,12 @@ func refusedHint(err error) error {
 	if !errors.As(err, &ce) || !errors.As(err, &pgErr) || !(strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
 		return err
 	}
-	return fmt.Errorf("%w; the target refused this change: make it take it (a constraint, unique index, trigger or column type the source does not have, or a value it cannot hold), then run pgrelay again, which resumes with this source transaction (nothing from it on was acknowledged to the source)", err)
+	const fix = "make it take it (a constraint, unique index, trigger or column type the source does not have, or a value it cannot hold), then run pgrelay again"
+	if ce.LSN == 0 {
+		// A row of the snapshot copy: no source transaction to resume with.
+		return fmt.Errorf("%w; the target refused a row of the snapshot copy: %s, which copies that table again", err, fix)
+	}
+	return fmt.Errorf("%w; the target refused this change: %s, which resumes with this source transaction (nothing from it on was acknowledged to the source)", err, fix)
 }
 
 // refusedAttempts is how many sessions in a row may fail on the same value

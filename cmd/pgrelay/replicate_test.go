@@ -84,6 +84,8 @@ func TestRefusedHint(t *testing.T) {
 		{"connection", change("08006"), false},
 		{"permission", change("42501"), false},
 		{"not a change", &pgconn.PgError{Code: "23505", Message: "refused"}, false},
+		{"copied row", fmt.Errorf("snapshot: copy public.t into the target: %w", &postgres.ChangeError{Op: "copy (input line 3) into", Table: `"public"."t"`,
+			Err: &pgconn.PgError{Code: "23505", Message: "refused"}}), true},
 	} {
 		got := refusedHint(c.err)
 		if has := strings.Contains(got.Error(), "make it take it"); has != c.hint {
@@ -91,6 +93,9 @@ func TestRefusedHint(t *testing.T) {
 		}
 		if !errors.Is(got, c.err) {
 			t.Errorf("%s: the hint does not wrap the error", c.name)
+		}
+		if c.hint && strings.Contains(got.Error(), "resumes with this source transaction") == (c.name == "copied row") {
+			t.Errorf("%s: %q: a copied row has no source transaction to resume with; a change has", c.name, got)
 		}
 	}
 }

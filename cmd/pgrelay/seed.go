@@ -433,8 +433,9 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 			LeaveOut: fmt.Sprintf("leave them out of publication %s (PGRELAY_TABLES)", pgx.Identifier{s.cfg.Publication}.Sanitize())}
 	}
 	var occupied []string
+	var empty []source.PublishedName // existing, without rows: they must take the columns
 	err := withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n)
+		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n), x.s, x.n
 			FROM unnest($1::text[], $2::text[]) AS x(s, n)
 			JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
 			JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = x.n AND c.relkind IN ('r', 'p')
@@ -443,17 +444,27 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 		if err != nil {
 			return err
 		}
-		existing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		type existingTable struct {
+			quoted string
+			name   source.PublishedName
+		}
+		existing, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (existingTable, error) {
+			var e existingTable
+			err := r.Scan(&e.quoted, &e.name.Schema, &e.name.Name)
+			return e, err
+		})
 		if err != nil {
 			return err
 		}
 		for _, t := range existing {
 			var hasRows bool
-			if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+t+")").Scan(&hasRows); err != nil {
+			if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+t.quoted+")").Scan(&hasRows); err != nil {
 				return err
 			}
 			if hasRows {
-				occupied = append(occupied, t)
+				occupied = append(occupied, t.quoted)
+			} else {
+				empty = append(empty, t.name)
 			}
 		}
 		return nil
@@ -464,17 +475,108 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 	if len(occupied) > 0 {
 		return &tablesInTheWayError{tables: occupied}
 	}
+	return s.checkTargetColumns(ctx, empty)
+}
+
+// checkTargetColumns refuses a copy into empty target tables made beforehand
+// (not by pgrelay) that lack a column the source publishes: the copy would
+// fail at that table, after the slot was made, with PostgreSQL's bare
+// "column does not exist".
+func (s *seeder) checkTargetColumns(ctx context.Context, tables []source.PublishedName) error {
+	if len(tables) == 0 {
+		return nil
+	}
+	schemas, names := make([]string, len(tables)), make([]string, len(tables))
+	for i, t := range tables {
+		schemas[i], names[i] = t.Schema, t.Name
+	}
+	// The published columns: the publication's column list (15+), else the
+	// table's columns but generated ones, which pgoutput leaves out.
+	query := `SELECT x.s, x.n, a.attname::text
+		FROM unnest($1::text[], $2::text[]) AS x(s, n)
+		JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
+		JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = x.n
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped`
+	if s.major >= 12 {
+		query += ` AND a.attgenerated = ''`
+	}
+	args := []any{schemas, names}
+	if s.major >= 15 {
+		query += `
+		WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_publication_tables pt
+			WHERE pt.pubname = $3 AND pt.schemaname = x.s AND pt.tablename = x.n AND NOT a.attname = ANY (pt.attnames))`
+		args = append(args, s.cfg.Publication)
+	}
+	rows, err := s.srcConn.Query(ctx, query+" ORDER BY x.s, x.n, a.attnum", args...)
+	if err != nil {
+		return fmt.Errorf("source: read the published columns of the target's tables: %w", err)
+	}
+	published := map[source.PublishedName][]string{}
+	var t source.PublishedName
+	var col string
+	if _, err := pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &col}, func() error {
+		published[t] = append(published[t], col)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("source: read the published columns of the target's tables: %w", err)
+	}
+	have := map[source.PublishedName]map[string]bool{}
+	err = withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT x.s, x.n, a.attname::text
+			FROM unnest($1::text[], $2::text[]) AS x(s, n)
+			JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(pg_catalog.format('%I.%I', x.s, x.n))
+				AND a.attnum > 0 AND NOT a.attisdropped`, schemas, names)
+		if err != nil {
+			return err
+		}
+		_, err = pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &col}, func() error {
+			if have[t] == nil {
+				have[t] = map[string]bool{}
+			}
+			have[t][col] = true
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("target: read the columns of the tables the copy loads: %w", err)
+	}
+	var lacking []string
+	for _, t := range tables {
+		var missing []string
+		for _, c := range published[t] {
+			if !have[t][c] {
+				missing = append(missing, displayIdent(c))
+			}
+		}
+		if len(missing) > 0 {
+			lacking = append(lacking, fmt.Sprintf("%s lacks %s", displayName(t.Schema, t.Name), strings.Join(missing, ", ")))
+		}
+	}
+	if len(lacking) > 0 {
+		return &tablesInTheWayError{lacking: lacking}
+	}
 	return nil
 }
 
 // tablesInTheWayError refuses a copy into target tables holding rows pgrelay
-// did not copy.
-type tablesInTheWayError struct{ tables []string }
+// did not copy, or, made beforehand, lacking published columns.
+type tablesInTheWayError struct {
+	tables  []string // holding rows
+	lacking []string // empty, "x lacks "a", "b"": made beforehand without published columns
+}
 
 // inTheWayListed is how many tables the error names; it counts the others.
 const inTheWayListed = 10
 
 func (e *tablesInTheWayError) Error() string {
+	if len(e.tables) == 0 {
+		lacking := strings.Join(e.lacking[:min(len(e.lacking), inTheWayListed)], "; ")
+		if n := len(e.lacking) - inTheWayListed; n > 0 {
+			lacking += fmt.Sprintf("; and %d more tables lack columns", n)
+		}
+		return fmt.Sprintf("target tables made beforehand lack columns the source publishes (%s): add them (ALTER TABLE … ADD COLUMN), or drop the tables so pgrelay creates them", lacking)
+	}
 	names := strings.Join(e.tables[:min(len(e.tables), inTheWayListed)], ", ")
 	if n := len(e.tables) - inTheWayListed; n > 0 {
 		names += fmt.Sprintf(" and %d more", n)
