@@ -139,6 +139,14 @@ func (t *Table) loadsWithoutKey() bool {
 	return n >= deferKeyBytes
 }
 
+// quick reports whether t is small enough (under deferKeyBytes) to be
+// copied in moments: it goes from pending to indexed without the copying
+// and copied states in between (when it has no secondary index to build),
+// which are for status to show a long copy's progress and which cost a
+// thousands-of-tables copy two round trips a table. A restart copies a table
+// again in every state but indexed, so nothing else depends on them.
+func (t *Table) quick() bool { return !t.loadsWithoutKey() }
+
 // Result sums up a copy.
 type Result struct {
 	Tables int
@@ -216,7 +224,7 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 			}
 			defer conn.Close(context.WithoutCancel(gctx))
 			for j := range queue {
-				if j.table.started.CompareAndSwap(false, true) {
+				if j.table.started.CompareAndSwap(false, true) && !j.table.Table.quick() {
 					t := j.table.Table.Table
 					if err := target.SetTableState(gctx, cfg.Slot, sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopying}); err != nil {
 						return err
@@ -646,8 +654,10 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	t := r.Table.Table
 	st := sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load(),
 		PublishedAs: r.Published.Shape()}
-	if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
-		return err
+	if !r.Table.quick() || len(r.indexDefs) > 0 {
+		if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {
+			return err
+		}
 	}
 	if kd, ok := target.(KeyDeferrer); ok {
 		if err := kd.AddPrimaryKey(ctx, t); err != nil {
