@@ -695,6 +695,59 @@ func TestSinkPostgresEmpty(t *testing.T) {
 	}
 }
 
+// TestSinkPostgresEnsureTables: EnsureTables leaves the target as
+// EnsureTable on each table would: plainly new tables are created on the
+// bulk sessions, with their stored definitions; a table with an enum and one
+// whose name holds a stored definition (to be altered) go through
+// EnsureTable; a later EnsureTable of any of them finds nothing to do.
+func TestSinkPostgresEnsureTables(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	ctx := t.Context()
+	old := sinktest.ItemsTable("public", "ens_old")
+	ensure(t, s, old)
+	var tables []*schema.Table
+	for i := range 8 {
+		tb := sinktest.ItemsTable("ens s", fmt.Sprintf("plain %d", i))
+		tb.Columns[1].Default, tb.Columns[1].NotNull = "'x'::text", true
+		tables = append(tables, tb)
+	}
+	mood := &schema.Type{OID: 70100, Namespace: "public", Name: "ens_mood", Category: schema.CategoryEnum, EnumLabels: []string{"sad", "ok"}}
+	withEnum := sinktest.ItemsTable("public", "ens_enum")
+	withEnum.Columns = append(withEnum.Columns, schema.Column{Name: "m", TypeOID: 70100, TypeMod: -1, TypeName: "public.ens_mood", Type: mood, Attnum: 4})
+	withEnum.Types = []*schema.Type{mood}
+	altered := sinktest.ItemsTable("public", "ens_old")
+	altered.Columns = append(altered.Columns, schema.Column{Name: "added", TypeOID: 23, TypeMod: -1, TypeName: "integer", Attnum: 4})
+	tables = append(tables, withEnum, altered)
+	if err := s.EnsureTables(ctx, tables); err != nil {
+		t.Fatalf("EnsureTables: %v", err)
+	}
+	wantQuery(t, pg, "8 'x'::text", `SELECT count(*) || ' ' || min(pg_get_expr(d.adbin, d.adrelid)::text) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'name' AND a.attnotnull
+		JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+		WHERE n.nspname = 'ens s' AND c.relname LIKE 'plain %'`)
+	wantQuery(t, pg, "ens_mood added", `SELECT (SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = 'public.ens_enum'::regclass AND attname = 'm') || ' ' ||
+		(SELECT attname FROM pg_attribute WHERE attrelid = 'public.ens_old'::regclass AND attnum = 4)`)
+	wantQuery(t, pg, "10 10", `SELECT count(*) || ' ' || count(*) FILTER (WHERE slot = $1 AND relation_oid IS NOT NULL) FROM pgrelay.relation`, sinktest.Slot)
+	// The plain tables were created on the bulk sessions, which are kept:
+	// besides the metadata and apply sessions, two more ended on a COMMIT.
+	if got := pg.QueryString(t, `SELECT count(*) >= 3 FROM pg_catalog.pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query = 'COMMIT'`); got != "t" {
+		t.Errorf("fewer than 3 sessions ended on a COMMIT (%s), want the apply session and 2 bulk sessions", got)
+	}
+	stamp := pg.QueryString(t, "SELECT max(updated_at)::text FROM pgrelay.relation")
+	for _, tb := range tables {
+		if err := s.EnsureTable(ctx, tb, nil); err != nil {
+			t.Fatalf("EnsureTable %s after EnsureTables: %v", tb.QualifiedName(), err)
+		}
+	}
+	if got := pg.QueryString(t, "SELECT max(updated_at)::text FROM pgrelay.relation"); got != stamp {
+		t.Errorf("EnsureTable after EnsureTables stored a definition again (%s, then %s): the tables were not left as EnsureTable leaves them", stamp, got)
+	}
+	if _, err := s.CopyFrom(ctx, tables[3], strings.NewReader("1\ty\t\\N\n")); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery(t, pg, "1", `SELECT count(*) FROM "ens s"."plain 3"`)
+}
+
 // TestSinkPostgresBulkConnections: bulk loads reuse the connection of an
 // earlier load that ended well (a snapshot of thousands of small tables
 // opened one per table); one whose load failed is closed.

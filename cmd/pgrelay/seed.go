@@ -358,17 +358,34 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 	s.log.Debug("read the tables' definitions", "tables", len(out), "took", time.Since(started).Round(time.Millisecond))
 	started = time.Now()
 	steps = &snapshot.Steps{Log: s.log, What: "preparing the copy: creating the target tables", Total: len(out)}
-	for n, i := range rowTypesFirst(out) {
-		steps.Done(n)
-		// Its target rows are replaced: the columns are the publication's now.
+	// Their target rows are replaced: the columns are the publication's now.
+	var recopies []*schema.Table
+	for _, i := range rowTypesFirst(out) {
 		recopy := *out[i].Table
 		recopy.Recopy = true
-		if err := s.tgt.EnsureTable(ctx, &recopy, nil); err != nil {
+		recopies = append(recopies, &recopy)
+	}
+	if te, ok := s.tgt.(tablesEnsurer); ok {
+		// Created in parallel where they can be (PostgreSQL).
+		if err := te.EnsureTables(ctx, recopies); err != nil {
 			return nil, snap, err
+		}
+	} else {
+		for n, t := range recopies {
+			steps.Done(n)
+			if err := s.tgt.EnsureTable(ctx, t, nil); err != nil {
+				return nil, snap, err
+			}
 		}
 	}
 	s.log.Debug("created the target tables", "tables", len(out), "took", time.Since(started).Round(time.Millisecond))
 	return out, snap, nil
+}
+
+// tablesEnsurer is a sink that creates many tables at once (EnsureTable for
+// each, in order where it matters).
+type tablesEnsurer interface {
+	EnsureTables(ctx context.Context, tables []*schema.Table) error
 }
 
 // factsBatch is how many tables' definitions are read from the source in one
