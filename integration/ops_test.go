@@ -135,6 +135,36 @@ func TestE2EOlderTarget(t *testing.T) {
 		t.Parallel()
 		testE2EOlderTargetDefault(t)
 	})
+	t.Run("pg15to14char", func(t *testing.T) {
+		t.Parallel()
+		testE2EOlderTargetChar(t)
+	})
+}
+
+// testE2EOlderTargetChar: a "char" value above 127, which a 15+ source
+// prints as \ooo and a 14 target's input reads as a backslash, reaches the
+// 14 target as its byte in streamed inserts, updates and deletes, keys
+// included (the snapshot copies such a table in binary format).
+func testE2EOlderTargetChar(t *testing.T) {
+	e := e2eNewEnv(t, harness.Postgres(t, 15), harness.Postgres(t, 14))
+	e.src.Exec(t, `CREATE TABLE qc (id int PRIMARY KEY, c "char", v text);
+		INSERT INTO qc VALUES (1, 'é', 'copied'), (2, 'a', 'copied'), (3, NULL, 'copied');
+		CREATE TABLE qk (k "char" PRIMARY KEY, v int);
+		INSERT INTO qk VALUES ('ü', 1), ('b', 2)`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `INSERT INTO qc VALUES (4, 'Ω', 'streamed'), (5, '\', 'streamed'), (6, 'x', 'streamed');
+		UPDATE qc SET c = 'ж' WHERE id = 2; UPDATE qc SET v = 'moved' WHERE id = 1;
+		INSERT INTO qk VALUES ('€', 3); UPDATE qk SET v = 10 WHERE k = 'ü'; DELETE FROM qk WHERE k = 'b';
+		UPDATE qk SET k = '中' WHERE k = '€'`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	for _, q := range []string{
+		`SELECT string_agg(id || ':' || coalesce(c::int::text, 'null') || ':' || v, ',' ORDER BY id) FROM qc`,
+		`SELECT string_agg(k::int || ':' || v, ',' ORDER BY k::int) FROM qk`,
+	} {
+		if src, tgt := e.src.QueryString(t, q), e.tgt.QueryString(t, q); src != tgt {
+			t.Errorf("%s:\nsource %s\ntarget %s", q, src, tgt)
+		}
+	}
 }
 
 // e2eWarned fails the test unless p logged a warning whose msg contains msg

@@ -163,6 +163,10 @@ type Sink struct {
 	opts    Options
 	dialect schema.Dialect
 
+	// charsAsBytes: the target (before PostgreSQL 15) reads a "char" value
+	// above 127 in the text form of a 15+ source as a backslash (legacyChars).
+	charsAsBytes bool
+
 	// Apply connection state: one goroutine.
 	conn       *pgx.Conn
 	slot       string
@@ -218,6 +222,9 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{}}
 	if s.conn, err = s.connect(ctx); err != nil {
 		return nil, err
+	}
+	if m := serverMajor(s.conn); m > 0 && m < 15 {
+		s.charsAsBytes = true
 	}
 	return s, nil
 }

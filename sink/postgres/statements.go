@@ -145,6 +145,8 @@ type tableStatements struct {
 	// -1 when not, 0 unknown; setTypes likewise for the target's column types.
 	setTable int8
 	setTypes int8
+	// chars are the columns of type "char" (legacyChars).
+	chars []int
 }
 
 func (ts *tableStatements) matches(t *schema.Table) bool {
@@ -162,9 +164,12 @@ func (ts *tableStatements) matches(t *schema.Table) bool {
 func newTableStatements(d schema.Dialect, t *schema.Table) *tableStatements {
 	ts := &tableStatements{table: t, byShape: map[string]*statement{}}
 	ts.qname = quotedTable(d, t)
-	for _, c := range t.Columns {
+	for i, c := range t.Columns {
 		ts.columns = append(ts.columns, c.Name)
 		ts.quoted = append(ts.quoted, d.QuoteIdent(c.Name))
+		if c.TypeOID == charOID {
+			ts.chars = append(ts.chars, i)
+		}
 	}
 	switch {
 	case t.ReplicaIdentity == schema.IdentityFull:

@@ -181,6 +181,9 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 		return tx.fail(errors.New("sink/postgres: apply: change without a table"))
 	}
 	ts := tx.s.statementsFor(ch.Table)
+	if tx.s.charsAsBytes && len(ts.chars) > 0 {
+		ch = legacyChars(ts, ch)
+	}
 	var err error
 	if !tx.s.opts.KeepOrder {
 		err = tx.queue(ctx, ts, ch)
