@@ -827,6 +827,18 @@ func TestE2EStatusTables(t *testing.T) {
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
+	// Killed while creating the target tables (bb15): the seed unfinished,
+	// tables created without copy states yet. They are pending, not
+	// replicated: nothing was copied into them.
+	e.tgt.Exec(t, "UPDATE pgrelay.seed SET snapshot_done = false, done_at = NULL WHERE slot = $1", e.slot)
+	e.tgt.Exec(t, "DELETE FROM pgrelay.table_state WHERE slot = $1 AND name = 'st_copied'", e.slot)
+	st, raw = e.status(t)
+	for _, tb := range st.Tables {
+		got[tb.Table] = fmt.Sprintf("%s/%t", tb.State, tb.Copied)
+	}
+	if st.Seeded || got["public.st_copied"] != "pending/false" || got["public.st_empty"] != "pending/false" {
+		t.Errorf("status of an interrupted copy: st_copied %q, st_empty %q, want pending/false for both; status:\n%s", got["public.st_copied"], got["public.st_empty"], raw)
+	}
 }
 
 // TestE2EEncodingsAndMoneyLocale: databases in LATIN1 on either side hold the

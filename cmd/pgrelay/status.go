@@ -63,7 +63,11 @@ type tableState struct {
 // addStreamedTables adds the published tables the snapshot did not copy: those
 // that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
 // are the tables the target holds a definition of (pgrelay.relation).
-func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableKey]bool, r *statusReport) error {
+//
+// While a copy is unfinished (copying is true: in progress, or interrupted),
+// a published table without a copy state is "pending": the copy, when it goes
+// on, copies it. A target table pgrelay created for it holds no rows yet.
+func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableKey]bool, copying bool, r *statusReport) error {
 	listed := map[tableKey]bool{}
 	for _, t := range r.Tables {
 		listed[tableKey{t.Schema, t.Name}] = true
@@ -93,7 +97,10 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 			continue
 		}
 		state := "waiting"
-		if known[k] {
+		switch {
+		case copying:
+			state = sink.TablePending
+		case known[k]:
 			state = "replicated"
 		}
 		r.Tables = append(r.Tables, newTableState(p.Schema, p.Name, state))
@@ -180,6 +187,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var p sink.Progress
+	copying := false // a snapshot copy is in progress or was interrupted
 	if hasMeta {
 		if p, err = tgt.Progress(ctx, cfg.Slot); err != nil {
 			return err
@@ -189,6 +197,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		r.Seeded = found && seed.SnapshotDone
+		copying = found && !seed.SnapshotDone
 		if found {
 			r.SnapshotLSN = seed.ConsistentPoint.String()
 		}
@@ -202,7 +211,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			r.Tables = append(r.Tables, ts)
 		}
 	}
-	if err := addStreamedTables(ctx, cfg, src, known, &r); err != nil {
+	if err := addStreamedTables(ctx, cfg, src, known, copying, &r); err != nil {
 		return err
 	}
 	r.AppliedLSN = p.LSN.String()
