@@ -108,6 +108,29 @@ func (s *Sink) createPlain(ctx context.Context, tables []*schema.Table) error {
 	}); err != nil {
 		return fmt.Errorf("sink/postgres: create the target schemas: %w", err)
 	}
+	// Tables made on the target beforehand (pg_dump -s) get their identity
+	// columns made BY DEFAULT, as EnsureTable does.
+	premade := make([]bool, len(tables))
+	qnames := make([]string, len(tables))
+	for i, t := range tables {
+		qnames[i] = quotedTable(s.dialect, t)
+	}
+	if err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT q.i::int FROM unnest($1::text[]) WITH ORDINALITY AS q(name, i) WHERE pg_catalog.to_regclass(q.name) IS NOT NULL`, qnames)
+		if err != nil {
+			return err
+		}
+		var i int
+		_, err = pgx.ForEachRow(rows, []any{&i}, func() error {
+			if i >= 1 && i <= len(premade) {
+				premade[i-1] = true
+			}
+			return nil
+		})
+		return err
+	}); err != nil {
+		return fmt.Errorf("sink/postgres: look for target tables made beforehand: %w", err)
+	}
 	// Defaults an older target cannot parse are left out, as EnsureTable
 	// does; the check uses the metadata connection, so it runs here.
 	ddlTables := make([]*schema.Table, len(tables))
@@ -138,7 +161,7 @@ func (s *Sink) createPlain(ctx context.Context, tables []*schema.Table) error {
 			}
 			defer func() { s.releaseBulk(gctx, conn, err == nil) }()
 			for i := range queue {
-				if err := s.createOne(gctx, conn, tables[i], ddlTables[i]); err != nil {
+				if err := s.createOne(gctx, conn, tables[i], ddlTables[i], premade[i]); err != nil {
 					return err
 				}
 			}
@@ -155,12 +178,16 @@ func (s *Sink) createPlain(ctx context.Context, tables []*schema.Table) error {
 }
 
 // createOne creates t (from ddlTable's DDL) and stores its definition, in
-// one transaction and one round trip.
-func (s *Sink) createOne(ctx context.Context, conn *pgx.Conn, t, ddlTable *schema.Table) error {
+// one transaction and one round trip; premade: the target table exists
+// already (made beforehand), its identity columns are made BY DEFAULT.
+func (s *Sink) createOne(ctx context.Context, conn *pgx.Conn, t, ddlTable *schema.Table, premade bool) error {
 	qname := quotedTable(s.dialect, t)
 	ddl, err := s.dialect.CreateTable(ddlTable)
 	if err != nil {
 		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+	}
+	if premade {
+		ddl = append(ddl, identityByDefault(qname))
 	}
 	def, err := json.Marshal(t)
 	if err != nil {
