@@ -1617,11 +1617,15 @@ func TestE2ETargetTableLacksColumns(t *testing.T) {
 	e.src.Exec(t, `CREATE TABLE tl (id int PRIMARY KEY, a text, "B c" int, g int GENERATED ALWAYS AS (id * 2) STORED);
 		INSERT INTO tl (id, a, "B c") SELECT g, 'x' || g, g FROM generate_series(1, 50) g;
 		CREATE TABLE tl_ok (id int PRIMARY KEY, v text); INSERT INTO tl_ok VALUES (1, 'v')`)
-	e.tgt.Exec(t, `CREATE TABLE public.tl (id int PRIMARY KEY); CREATE TABLE public.tl_ok (id int PRIMARY KEY, v text, extra int)`)
+	e.src.Exec(t, "CREATE TABLE tl_rows (id int PRIMARY KEY)")
+	e.tgt.Exec(t, `CREATE TABLE public.tl (id int PRIMARY KEY); CREATE TABLE public.tl_ok (id int PRIMARY KEY, v text, extra int);
+		CREATE TABLE public.tl_rows (id int PRIMARY KEY); INSERT INTO public.tl_rows VALUES (7)`)
 	p, code := e.run(3*time.Minute, "migrate")
-	if code != 1 || !strings.Contains(p.logs(), `public.tl lacks a, "B c"`) || strings.Contains(p.logs(), "tl_ok") {
-		t.Errorf("migrate into a target table without published columns: exit %d, want 1 naming public.tl and its columns a, \"B c\" only; log:\n%s", code, p.logs())
+	// Both problems in one refusal.
+	if code != 1 || !strings.Contains(p.logs(), `public.tl lacks a, "B c"`) || strings.Contains(p.logs(), "tl_ok") || !strings.Contains(p.logs(), "target tables public.tl_rows already hold rows") {
+		t.Errorf("migrate into a target table without published columns and one with rows: exit %d, want 1 naming public.tl and its columns a, \"B c\", and public.tl_rows; log:\n%s", code, p.logs())
 	}
+	e.tgt.Exec(t, "TRUNCATE public.tl_rows")
 	if got := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); got != "0" {
 		t.Errorf("a slot was created although the copy was refused")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -489,10 +490,19 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 	if err != nil {
 		return fmt.Errorf("target: look for tables in the way of the copy: %w", err)
 	}
-	if len(occupied) > 0 {
-		return &tablesInTheWayError{tables: occupied}
+	// Both kinds of problem in one refusal, not one per run.
+	lackErr := s.checkTargetColumns(ctx, empty)
+	if len(occupied) == 0 {
+		return lackErr
 	}
-	return s.checkTargetColumns(ctx, empty)
+	inTheWay := &tablesInTheWayError{tables: occupied}
+	var lacking *tablesInTheWayError
+	if errors.As(lackErr, &lacking) {
+		inTheWay.lacking = lacking.lacking
+	} else if lackErr != nil {
+		return lackErr
+	}
+	return inTheWay
 }
 
 // checkTargetColumns refuses a copy into empty target tables made beforehand
@@ -587,18 +597,22 @@ type tablesInTheWayError struct {
 const inTheWayListed = 10
 
 func (e *tablesInTheWayError) Error() string {
-	if len(e.tables) == 0 {
+	var parts []string
+	if len(e.tables) > 0 {
+		names := strings.Join(e.tables[:min(len(e.tables), inTheWayListed)], ", ")
+		if n := len(e.tables) - inTheWayListed; n > 0 {
+			names += fmt.Sprintf(" and %d more", n)
+		}
+		parts = append(parts, fmt.Sprintf("target tables %s already hold rows that pgrelay did not copy, and the snapshot copy would replace them: empty or drop them (also after pgrelay teardown, which keeps replicated tables), or point PGRELAY_TARGET_URL at another database", names))
+	}
+	if len(e.lacking) > 0 {
 		lacking := strings.Join(e.lacking[:min(len(e.lacking), inTheWayListed)], "; ")
 		if n := len(e.lacking) - inTheWayListed; n > 0 {
 			lacking += fmt.Sprintf("; and %d more tables lack columns", n)
 		}
-		return fmt.Sprintf("target tables made beforehand lack columns the source publishes (%s): add them (ALTER TABLE … ADD COLUMN), or drop the tables so pgrelay creates them", lacking)
+		parts = append(parts, fmt.Sprintf("target tables made beforehand lack columns the source publishes (%s): add them (ALTER TABLE … ADD COLUMN), or drop the tables so pgrelay creates them", lacking))
 	}
-	names := strings.Join(e.tables[:min(len(e.tables), inTheWayListed)], ", ")
-	if n := len(e.tables) - inTheWayListed; n > 0 {
-		names += fmt.Sprintf(" and %d more", n)
-	}
-	return fmt.Sprintf("target tables %s already hold rows that pgrelay did not copy, and the snapshot copy would replace them: empty or drop them (also after pgrelay teardown, which keeps replicated tables), or point PGRELAY_TARGET_URL at another database", names)
+	return strings.Join(parts, "; also, ")
 }
 
 // knownTables returns the published tables the target already has complete
