@@ -88,8 +88,15 @@ func MissingPublicationTables(ctx context.Context, conn *pgx.Conn, name string, 
 			return nil, fmt.Errorf("source: publication %q: %w", name, err)
 		}
 		var published bool
+		// A partitioned table listed in the publication is published through
+		// its leaf partitions, which pg_publication_tables shows instead of it.
 		err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables
-			WHERE pubname = $1 AND schemaname = $2 AND tablename = $3)`, name, schemaName, tableName).Scan(&published)
+			WHERE pubname = $1 AND schemaname = $2 AND tablename = $3)
+			OR EXISTS (SELECT 1 FROM pg_catalog.pg_publication_rel pr
+				JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid
+				JOIN pg_catalog.pg_class c ON c.oid = pr.prrelid
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE p.pubname = $1 AND n.nspname = $2 AND c.relname = $3)`, name, schemaName, tableName).Scan(&published)
 		if err != nil {
 			return nil, fmt.Errorf("source: check publication %q for %s: %w", name, t, err)
 		}
