@@ -80,11 +80,10 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			if migrate {
-				return errMigrateInterrupted
-			}
-			return nil
+		// A signal: the session's error is the cancellation, or what it
+		// caused (a COPY whose connection was cut), not a fault to retry.
+		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || retryable(err)) {
+			return e.interrupted(migrate, streamed)
 		}
 		if !retryable(err) {
 			return refusedHint(err)
@@ -110,14 +109,24 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 		e.log.Warn("will retry", "in", backoff, "error", err.Error())
 		select {
 		case <-ctx.Done():
-			if migrate {
-				return errMigrateInterrupted
-			}
-			return nil
+			return e.interrupted(migrate, false)
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// interrupted ends a run a signal stopped: migrate with errMigrateInterrupted
+// (exit 1), replicate with exit 0, saying so when it stopped before streaming
+// (in the snapshot copy, or waiting to retry), where nothing else does.
+func (e *env) interrupted(migrate, streamed bool) error {
+	if migrate {
+		return errMigrateInterrupted
+	}
+	if !streamed {
+		e.log.Info("stopped by a signal before streaming (during the snapshot copy, if one was running, or waiting to retry): what was copied is kept; run pgrelay replicate again to resume")
+	}
+	return nil
 }
 
 // refusedHint adds what to do to the error of a change the target refused: a

@@ -366,6 +366,7 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 		recopy.Recopy = true
 		recopies = append(recopies, &recopy)
 	}
+	s.log.Info("preparing the copy: creating the target tables", "tables", len(recopies))
 	if te, ok := s.tgt.(tablesEnsurer); ok {
 		// Created in parallel where they can be (PostgreSQL).
 		if err := te.EnsureTables(ctx, recopies); err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,6 +85,9 @@ func (s *Sink) plainlyNew(ctx context.Context, tables []*schema.Table) (plain, r
 	return plain, rest, nil
 }
 
+// createProgressEvery is how often createPlain logs how far it has got.
+var createProgressEvery = 10 * time.Second
+
 // createWorkers is how many bulk connections createPlain uses.
 const createWorkers = 2
 
@@ -153,6 +159,19 @@ func (s *Sink) createPlain(ctx context.Context, tables []*schema.Table) error {
 		}
 		return nil
 	})
+	// Progress every 10 s: thousands of tables take a while.
+	var created atomic.Int64
+	var logMu sync.Mutex
+	lastLog := time.Now()
+	progress := func() {
+		n := created.Add(1)
+		logMu.Lock()
+		defer logMu.Unlock()
+		if time.Since(lastLog) >= createProgressEvery {
+			lastLog = time.Now()
+			s.logger().Info("preparing the copy: creating the target tables", "tables_done", n, "tables", len(tables))
+		}
+	}
 	for range createWorkers {
 		g.Go(func() (err error) {
 			conn, err := s.bulkConn(gctx)
@@ -164,6 +183,7 @@ func (s *Sink) createPlain(ctx context.Context, tables []*schema.Table) error {
 				if err := s.createOne(gctx, conn, tables[i], ddlTables[i], premade[i]); err != nil {
 					return err
 				}
+				progress()
 			}
 			return nil
 		})
