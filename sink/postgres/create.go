@@ -213,16 +213,12 @@ func (s *Sink) createOne(ctx context.Context, conn *pgx.Conn, t, ddlTable *schem
 	if err != nil {
 		return fmt.Errorf("sink/postgres: ensure table %s: encode definition: %w", qname, err)
 	}
-	sch, name := s.dialect.TargetTable(t)
 	b := &pgconn.Batch{}
 	b.ExecParams("BEGIN", nil, nil, nil, nil)
 	for _, stmt := range ddl {
 		b.ExecParams(stmt, nil, nil, nil, nil)
 	}
-	b.ExecParams(`INSERT INTO pgrelay.relation (schema, name, definition, slot, relation_oid, updated_at) VALUES ($1, $2, $3, $4, $5, now())
-		ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, slot = excluded.slot,
-			relation_oid = excluded.relation_oid, updated_at = now()`,
-		[][]byte{[]byte(sch), []byte(name), def, nullIfEmpty(s.slot), relationOID(t)}, nil, nil, nil)
+	b.ExecParams(storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil)
 	b.ExecParams("COMMIT", nil, nil, nil, nil)
 	if _, err := conn.PgConn().ExecBatch(ctx, b).ReadAll(); err != nil {
 		if conn.PgConn().TxStatus() != 'I' {

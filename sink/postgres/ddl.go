@@ -237,10 +237,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 			tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 		}
 	}
-	tx.batch.ExecParams(`INSERT INTO pgrelay.relation (schema, name, definition, slot, relation_oid, updated_at) VALUES ($1, $2, $3, $4, $5, now())
-		ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, slot = excluded.slot,
-			relation_oid = excluded.relation_oid, updated_at = now()`,
-		[][]byte{[]byte(sch), []byte(name), def, nullIfEmpty(s.slot), relationOID(t)}, nil, nil, nil)
+	tx.batch.ExecParams(storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 	tx.queueMoves(qname, afterMoves)
 	if len(indexDefs) > 0 {
@@ -275,6 +272,19 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	s.forget(t)
 	return nil
+}
+
+// storeDefinitionSQL records the definition (storeDefinitionArgs) a target
+// table was last built to, under its name.
+const storeDefinitionSQL = `INSERT INTO pgrelay.relation (schema, name, definition, slot, relation_oid, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+	ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, slot = excluded.slot,
+		relation_oid = excluded.relation_oid, updated_at = now()`
+
+// storeDefinitionArgs are storeDefinitionSQL's text parameters for t's
+// target table and def, t encoded.
+func (s *Sink) storeDefinitionArgs(t *schema.Table, def []byte) [][]byte {
+	sch, name := s.dialect.TargetTable(t)
+	return [][]byte{[]byte(sch), []byte(name), def, nullIfEmpty(s.slot), relationOID(t)}
 }
 
 // identityByDefault makes every GENERATED ALWAYS identity column of table
