@@ -127,7 +127,6 @@ func (s *Sink) TakesBinaryOf(ctx context.Context, tables []*schema.Table, source
 	ok, why = make([]bool, len(tables)), make([]string, len(tables))
 	var ask []int // tables of types that may go in binary
 	for i, t := range tables {
-		why[i] = ""
 		for _, c := range t.Columns {
 			if _, known := schema.BinaryCopyType(c.TypeOID); !known {
 				why[i] = fmt.Sprintf("column %s is of type %s", s.dialect.QuoteIdent(c.Name), c.TypeName)

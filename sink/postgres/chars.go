@@ -15,28 +15,29 @@ const charOID = 18
 // a target before 15 reads \ooo as a backslash, and the byte itself is no
 // valid text. ch is left as it is; a changed copy is returned.
 func legacyChars(ts *tableStatements, ch *sink.Change) *sink.Change {
-	conv := func(t source.Tuple) source.Tuple {
-		out := t
+	conv := func(t source.Tuple) (source.Tuple, bool) {
+		out, changed := t, false
 		for _, i := range ts.chars {
 			if i >= len(t) {
 				continue
 			}
 			if b, ok := octalChar(t[i]); ok {
-				if &out[0] == &t[0] {
-					out = slices.Clone(t)
+				if !changed {
+					out, changed = slices.Clone(t), true
 				}
 				out[i] = source.Value{Kind: source.ValueBinary, Data: []byte{b}}
 			}
 		}
-		return out
+		return out, changed
 	}
-	n, o := conv(ch.New), conv(ch.Old)
-	if len(n) > 0 && &n[0] != &ch.New[0] || len(o) > 0 && &o[0] != &ch.Old[0] {
-		c := *ch
-		c.New, c.Old = n, o
-		return &c
+	n, newChanged := conv(ch.New)
+	o, oldChanged := conv(ch.Old)
+	if !newChanged && !oldChanged {
+		return ch
 	}
-	return ch
+	c := *ch
+	c.New, c.Old = n, o
+	return &c
 }
 
 // octalChar decodes a "char" value's text form \ooo (a byte above 127, as
