@@ -81,6 +81,37 @@ func TestPlanJobs(t *testing.T) {
 	}
 }
 
+// With the servers on pgrelay's own cores, a table is cut into at most half
+// as many ranges as there are workers, all copied at once, and not at all
+// with 2 or 3 workers.
+func TestPlanJobsSharedCores(t *testing.T) {
+	for _, c := range []struct {
+		workers int
+		table   Table
+		want    string
+	}{
+		{2, table("big", 10, 350), "big"},
+		{3, table("big", 10, 350), "big"},
+		{4, table("big", 10, 350), "big[0,5) big[5,0)"},
+		{8, table("big", 10, 350), "big[0,2) big[2,5) big[5,7) big[7,0)"},
+		{8, table("pair", 10, 150), "pair[0,5) pair[5,0)"},
+		{8, table("few", 3, 1000), "few[0,1) few[1,2) few[2,0)"},
+		{8, table("small", 1, 50), "small"},
+	} {
+		cfg := Config{Slot: "s", Workers: c.workers, ChunkBytes: 100, SharedCores: true}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		runs, jobs := planJobs([]Table{c.table}, 16, cfg)
+		if got := describe(jobs); got != c.want {
+			t.Errorf("%d workers, %s: %s, want %s", c.workers, c.table.Table.Name, got, c.want)
+		}
+		if int(runs[0].remaining.Load()) != len(jobs) {
+			t.Errorf("%d workers, %s: remaining %d, %d jobs", c.workers, c.table.Table.Name, runs[0].remaining.Load(), len(jobs))
+		}
+	}
+}
+
 // A partitioned table published through its root is copied partition by
 // partition, each a table's worth of jobs, all counted as the root's; without
 // partitions to read (none, or a foreign one) the root is read as one.

@@ -79,6 +79,15 @@ type Config struct {
 	// ChunkBytes splits tables larger than this into CTID ranges copied in
 	// parallel (PostgreSQL 14+ sources, which scan TID ranges). Default 64 MiB.
 	ChunkBytes int64
+	// SharedCores says that the source and the target run on this machine,
+	// on the cores pgrelay uses too. One job then keeps about two of them
+	// busy (the source's COPY out with pgrelay, and the target's COPY in),
+	// and cutting a table into ranges costs more than it gains beyond
+	// Workers/2 ranges: a range scan costs the source a quarter more than
+	// reading the whole table, and sessions loading one table contend for
+	// its extension. Such a table is cut into at most Workers/2 ranges, and
+	// not at all with fewer than 4 workers.
+	SharedCores bool
 	// Progress, when set, receives a refreshed progress line per second (a
 	// terminal); otherwise progress goes to Log every 10 seconds.
 	Progress io.Writer
@@ -190,6 +199,7 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 		return Result{}, err
 	}
 	runs, jobs := planJobs(tables, src.Major, cfg)
+	cfg.Log.Debug("planned the copy", "tables", len(runs), "jobs", len(jobs), "workers", cfg.Workers, "shared_cores", cfg.SharedCores)
 
 	// Empty what must be emptied once, before any range of it loads.
 	if err := prepareRuns(ctx, cfg, src, runs, target); err != nil {
@@ -269,7 +279,8 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 // planJobs splits the copy into jobs: one per table (per leaf partition of a
 // partitioned table published through its root), or CTID ranges of one
 // larger than cfg.ChunkBytes on a source that scans TID ranges (14+), at
-// most 4 per worker and never more than its pages. A table of more ranges
+// most 4 per worker (Workers/2 in all with cfg.SharedCores) and never more
+// than its pages. A table of more ranges
 // than workers gets a multiple of the worker count of them, so that the
 // workers finish it together, and the last round of ranges is half the size
 // of the others, so that the worker that finishes last waits for less. With
@@ -299,10 +310,14 @@ func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
 			n := int64(1)
 			if major >= 14 && pages > 1 && bytes > cfg.ChunkBytes && (part != nil || !t.Published.Partitioned) {
 				n = (bytes + cfg.ChunkBytes - 1) / cfg.ChunkBytes
-				if n > w {
-					n = (n + w - 1) / w * w
+				if cfg.SharedCores {
+					n = max(1, min(n, w/2, pages))
+				} else {
+					if n > w {
+						n = (n + w - 1) / w * w
+					}
+					n = min(n, 4*w, pages)
 				}
-				n = min(n, 4*w, pages)
 			}
 			if n == 1 {
 				jobs = append(jobs, job{table: r, part: part})

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/apply/snapshot"
 	"github.com/pgrelay/pgrelay/schema"
@@ -418,7 +420,8 @@ func rowTypesFirst(tables []snapshot.Table) []int {
 }
 
 func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table) error {
-	scfg := snapshot.Config{Slot: s.cfg.Slot, Workers: s.cfg.CopyWorkers, Log: s.log}
+	scfg := snapshot.Config{Slot: s.cfg.Slot, Workers: s.cfg.CopyWorkers, Log: s.log,
+		SharedCores: onThisMachine(s.cfg.SourceURL) && onThisMachine(s.cfg.TargetURL)}
 	if f, ok := s.progress.(*os.File); ok && isTerminal(f) {
 		scfg.Progress = f
 	}
@@ -428,6 +431,27 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 	}
 	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major}, tables, s.tgt, idx)
 	return err
+}
+
+// onThisMachine reports whether every host a PostgreSQL URL names is this
+// machine: a Unix socket, localhost or a loopback address. An URL pgx cannot
+// parse (not PostgreSQL's) is taken to name another machine.
+func onThisMachine(url string) bool {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return false
+	}
+	hosts := []string{cfg.Host}
+	for _, f := range cfg.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	for _, h := range hosts {
+		ip := net.ParseIP(h)
+		if !strings.HasPrefix(h, "/") && !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkTargetTables refuses a fresh copy into target tables that hold rows
