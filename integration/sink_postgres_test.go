@@ -1513,3 +1513,106 @@ func TestSinkPostgresRenamedByRelationOID(t *testing.T) {
 	wantQuery(t, pg, "moved.rc,public.rx,public.rz", tables)
 	wantQuery(t, pg, "moved.rc sinktest -,public.rx other_slot 30000,public.rz sinktest 30000", stored)
 }
+
+// TestSinkPostgresCopyWhole: a table loaded in one piece is truncated and
+// loaded with COPY FREEZE in one transaction, which an older snapshot shows:
+// frozen rows are visible to it, rows of a plain load are not. A table the
+// sink cannot truncate (referenced by a foreign key, or locked by another
+// session) still loads, without FREEZE; a load that fails leaves the table as
+// it was and the session usable.
+func TestSinkPostgresCopyWhole(t *testing.T) {
+	for _, major := range []int{15, 18} {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testSinkPostgresCopyWhole(t, major) })
+	}
+}
+
+func testSinkPostgresCopyWhole(t *testing.T, major int) {
+	ctx := t.Context()
+	pg, s := pgTarget(t, major, postgres.Options{})
+	pg.Exec(t, `CREATE TABLE public.whole_text (id int, v text);
+		CREATE TABLE public.whole_bin (id int, v text);
+		CREATE TABLE public.whole_ref (id int PRIMARY KEY, v text);
+		CREATE TABLE public.whole_fk (id int REFERENCES public.whole_ref);
+		CREATE TABLE public.whole_locked (id int, v text);
+		CREATE TABLE public.whole_other (x int)`)
+	table := func(name string) *schema.Table {
+		return &schema.Table{Schema: "public", Name: name, Columns: []schema.Column{
+			{Name: "id", TypeOID: 23, TypeName: "integer"}, {Name: "v", TypeOID: 25, TypeName: "text"}}}
+	}
+	var data strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&data, "%d\tv%d\n", i, i)
+	}
+	var bin bytes.Buffer
+	conn := pg.Conn(t)
+	if _, err := conn.Exec(ctx, "INSERT INTO public.whole_other SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.PgConn().CopyTo(ctx, &bin, "COPY (SELECT i, 'v' || i FROM generate_series(1, 1000) i) TO STDOUT (FORMAT binary)"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A snapshot older than every load below, which has not touched their
+	// tables (a lock on one would stand in the way of its TRUNCATE).
+	old := pg.Conn(t)
+	if _, err := old.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, "SELECT count(*) FROM public.whole_other"); err != nil {
+		t.Fatal(err)
+	}
+	// Another session reads whole_locked and keeps its lock.
+	locker := pg.Conn(t)
+	if _, err := locker.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := locker.Exec(ctx, "SELECT count(*) FROM public.whole_locked"); err != nil {
+		t.Fatal(err)
+	}
+
+	load := func(name string, r io.Reader, binary bool) {
+		t.Helper()
+		if n, err := s.CopyWhole(ctx, table(name), r, binary); err != nil || n != 1000 {
+			t.Fatalf("CopyWhole %s: %d rows, %v", name, n, err)
+		}
+	}
+	load("whole_text", strings.NewReader(data.String()), false)
+	load("whole_bin", &bin, true)
+	load("whole_ref", strings.NewReader(data.String()), false)
+	start := time.Now()
+	load("whole_locked", strings.NewReader(data.String()), false)
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the load of a locked table waited %v for the lock", d)
+	}
+	if _, err := locker.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	seen := func(name string) string {
+		var n int
+		if err := old.QueryRow(ctx, "SELECT count(*) FROM public."+name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(n)
+	}
+	got := fmt.Sprintf("text %s, binary %s, referenced %s, locked %s", seen("whole_text"), seen("whole_bin"), seen("whole_ref"), seen("whole_locked"))
+	if want := "text 1000, binary 1000, referenced 0, locked 0"; got != want {
+		t.Errorf("rows an older snapshot sees: %s, want %s", got, want)
+	}
+	if _, err := old.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"whole_text", "whole_bin", "whole_ref", "whole_locked"} {
+		wantQuery(t, pg, "1000 500500 v1000", "SELECT count(*) || ' ' || sum(id) || ' ' || max(v) FILTER (WHERE id = 1000) FROM public."+name)
+	}
+
+	// A load that fails is rolled back, TRUNCATE included: the rows of the
+	// earlier load stay, and the next load on the same sessions works.
+	if _, err := s.CopyWhole(ctx, table("whole_text"), strings.NewReader("1\tv1\nnot a number\tv\n"), false); err == nil {
+		t.Fatal("CopyWhole of a bad row: no error")
+	}
+	wantQuery(t, pg, "1000", "SELECT count(*) FROM public.whole_text")
+	for range 3 {
+		load("whole_bin", strings.NewReader(data.String()), false)
+	}
+	wantQuery(t, pg, "1000", "SELECT count(*) FROM public.whole_bin")
+}

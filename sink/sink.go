@@ -220,6 +220,16 @@ type BinaryBulkLoader interface {
 	CopyFromBinary(ctx context.Context, t *schema.Table, r io.Reader) (rows int64, err error)
 }
 
+// WholeLoader is the capability to load a table in one piece: the stream
+// holds all of the table's rows, the table is empty, and nothing else loads
+// into it meanwhile. A PostgreSQL target then loads it frozen (COPY …
+// FREEZE), which spares it work after the load. binary says the stream is in
+// COPY binary format (for a table BinaryBulkLoader.TakesBinary accepted),
+// else text.
+type WholeLoader interface {
+	CopyWhole(ctx context.Context, t *schema.Table, r io.Reader, binary bool) (rows int64, err error)
+}
+
 // Snapshot table states, in the order a table goes through them.
 const (
 	TablePending = "pending" // to be copied

@@ -10,7 +10,18 @@ import (
 )
 
 func table(name string, pages, bytes int64) Table {
-	return Table{Table: &schema.Table{Schema: "public", Name: name}, Published: source.PublishedTable{Pages: pages, Bytes: bytes}}
+	return Table{Table: &schema.Table{Schema: "public", Name: name}, Published: source.PublishedTable{Pages: pages, Bytes: bytes}, Clean: true}
+}
+
+// wholes lists the jobs that load their table in one piece.
+func wholes(jobs []job) string {
+	var names []string
+	for _, j := range jobs {
+		if j.whole {
+			names = append(names, j.table.Table.Table.Name)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 func describe(jobs []job) string {
@@ -40,6 +51,9 @@ func TestPlanJobs(t *testing.T) {
 	// two half the size of the first, the last range open-ended.
 	if got, want := describe(jobs), "big[0,3) big[3,6) big[6,8) big[8,0) small empty"; got != want {
 		t.Fatalf("jobs: %s\nwant: %s", got, want)
+	}
+	if got := wholes(jobs); got != "small empty" {
+		t.Fatalf("whole loads: %q, want the tables not cut into ranges", got)
 	}
 	if runs[0].remaining.Load() != 4 || runs[1].remaining.Load() != 1 {
 		t.Fatalf("remaining: %d, %d", runs[0].remaining.Load(), runs[1].remaining.Load())
@@ -76,8 +90,16 @@ func TestPlanJobs(t *testing.T) {
 
 	// Before 14 there are no TID range scans: one job per table.
 	_, jobs = planJobs([]Table{table("big", 10, 350)}, 13, cfg)
-	if got := describe(jobs); got != "big" {
-		t.Fatalf("13: %s", got)
+	if got := describe(jobs); got != "big" || wholes(jobs) != "big" {
+		t.Fatalf("13: %s, whole %q", got, wholes(jobs))
+	}
+
+	// A table not emptied first is never loaded as a whole (truncated).
+	kept := table("kept", 1, 50)
+	kept.Clean = false
+	_, jobs = planJobs([]Table{kept}, 16, cfg)
+	if got := wholes(jobs); got != "" {
+		t.Fatalf("kept: whole %q", got)
 	}
 }
 
@@ -128,6 +150,11 @@ func TestPlanJobsPartitions(t *testing.T) {
 	runs, jobs := planJobs([]Table{root, bare}, 16, cfg)
 	if got, want := describe(jobs), "m/m1[0,3) m/m1[3,6) m/m1[6,8) m/m1[8,0) m/m2 n"; got != want {
 		t.Fatalf("jobs: %s\nwant: %s", got, want)
+	}
+	// Partitions load into their root, and a root read as one may be
+	// partitioned on the target too: none is a whole load.
+	if got := wholes(jobs); got != "" {
+		t.Fatalf("whole loads: %q", got)
 	}
 	if runs[0].remaining.Load() != 5 || runs[1].remaining.Load() != 1 {
 		t.Fatalf("remaining: %d, %d", runs[0].remaining.Load(), runs[1].remaining.Load())

@@ -171,6 +171,9 @@ type job struct {
 	fromPage   int64 // first page of the CTID range
 	toPage     int64 // first page after the range; 0 = to the end
 	whereRange bool
+	// whole says the job is the table's only one, into a table of its own
+	// (not a partitioned table's root) that is emptied before its copy.
+	whole bool
 }
 
 type tableRun struct {
@@ -320,7 +323,8 @@ func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
 				}
 			}
 			if n == 1 {
-				jobs = append(jobs, job{table: r, part: part})
+				whole := t.Clean && part == nil && !t.Published.Partitioned
+				jobs = append(jobs, job{table: r, part: part, whole: whole})
 				continue
 			}
 			for c, b := range rangeBounds(pages, n, w) {
@@ -574,9 +578,17 @@ func copyOutSQL(j job) string {
 // for the next job.
 func copyJob(ctx context.Context, conn *pgx.Conn, j job, target Target) (bool, error) {
 	t := j.table.Table.Table
+	binary := j.table.casts != nil
 	load := target.CopyFrom
-	if j.table.casts != nil {
+	if binary {
 		load = target.(sink.BinaryBulkLoader).CopyFromBinary
+	}
+	// A large table in one piece loads frozen; a small one is not worth the
+	// target's TRUNCATE, which costs a new file.
+	if wl, ok := target.(sink.WholeLoader); ok && j.whole && !j.table.Table.quick() {
+		load = func(ctx context.Context, t *schema.Table, r io.Reader) (int64, error) {
+			return wl.CopyWhole(ctx, t, r, binary)
+		}
 	}
 	if err := lockUnrewritten(ctx, conn, j); err != nil {
 		return false, err

@@ -254,6 +254,40 @@ func serverMajor(conn *pgx.Conn) int {
 // copyOptions are the options of one target COPY.
 type copyOptions struct {
 	binary bool // COPY binary format instead of text
+	whole  bool // the load has all of the table's rows: load it frozen if it can
+}
+
+// CopyWhole is CopyFrom, or CopyFromBinary, for a load that holds all of the
+// table's rows, into an empty table nothing else loads meanwhile. It empties
+// the table again in the load's own transaction (TRUNCATE) and loads it with
+// COPY … FREEZE: the rows are stored frozen, so the primary key's build after
+// the load reads them without setting hint bits (and writing every page once
+// more), and the table's first VACUUM has nothing to freeze. A table it
+// cannot truncate (referenced by a foreign key, partitioned, locked by
+// another session for more than a second, or without the TRUNCATE privilege)
+// is loaded as CopyFrom does.
+func (s *Sink) CopyWhole(ctx context.Context, t *schema.Table, r io.Reader, binary bool) (int64, error) {
+	return s.copyFrom(ctx, t, r, copyOptions{binary: binary, whole: true})
+}
+
+// truncateForFreeze opens a transaction on conn and truncates qname in it,
+// reporting whether the table can now be loaded with COPY … FREEZE. When it
+// cannot, the transaction is rolled back and the error is only logged; an
+// error is returned only when conn broke.
+func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, qname string) (bool, error) {
+	pg := conn.PgConn()
+	_, err := pg.Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; TRUNCATE ONLY "+qname).ReadAll()
+	if err == nil {
+		return true, nil
+	}
+	if !conn.IsClosed() && pg.TxStatus() != 'I' {
+		_, _ = pg.Exec(ctx, "ROLLBACK").ReadAll()
+	}
+	if conn.IsClosed() || pg.TxStatus() != 'I' {
+		return false, classify(&ChangeError{Op: "truncate", Table: qname, Err: err}, true)
+	}
+	s.logger().Debug("loading without COPY FREEZE", "table", qname, "why", err.Error())
+	return false, nil
 }
 
 func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o copyOptions) (rows int64, err error) {
@@ -264,20 +298,27 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	}
 	defer func() { s.releaseBulk(ctx, conn, err == nil) }()
 	pg := conn.PgConn()
-	sql := ts.copySQL
 	var with []string
 	if o.binary {
 		with = append(with, "FORMAT binary")
-	}
-	if len(with) > 0 {
-		sql += " WITH (" + strings.Join(with, ", ") + ")"
-	}
-	if o.binary {
 		trim, err := s.blankPadded(ctx, conn, t)
 		if err != nil {
 			return 0, err
 		}
 		r = newBlankTrimmer(r, trim)
+	}
+	frozen := false
+	if o.whole {
+		if frozen, err = s.truncateForFreeze(ctx, conn, ts.qname); err != nil {
+			return 0, err
+		}
+	}
+	if frozen {
+		with = append(with, "FREEZE")
+	}
+	sql := ts.copySQL
+	if len(with) > 0 {
+		sql += " WITH (" + strings.Join(with, ", ") + ")"
 	}
 	tag, err := pg.CopyFrom(ctx, r, sql)
 	if err != nil {
@@ -288,7 +329,15 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 				ce.Op = fmt.Sprintf("copy (binary input row %d) into", line)
 			}
 		}
+		if frozen && !conn.IsClosed() {
+			_, _ = pg.Exec(ctx, "ROLLBACK").ReadAll()
+		}
 		return 0, classify(ce, conn.IsClosed())
+	}
+	if frozen {
+		if _, err := pg.Exec(ctx, "COMMIT").ReadAll(); err != nil {
+			return 0, classify(&ChangeError{Op: "commit the copy into", Table: ts.qname, Err: err}, conn.IsClosed())
+		}
 	}
 	return tag.RowsAffected(), nil
 }
