@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -26,10 +27,11 @@ import (
 // unknown state and must be closed; after io.EOF it is idle again.
 type copyOut struct {
 	fe      *pgproto3.Frontend
-	pending []byte // rest of the last CopyData payload; valid until the next Receive
-	started bool   // CopyOutResponse seen
-	done    bool   // ReadyForQuery seen
-	err     error  // the server's error, or the connection's
+	in      *bufio.Reader // under fe, or nil
+	pending []byte        // rest of the last CopyData payload; valid until the next Receive
+	started bool          // CopyOutResponse seen
+	done    bool          // ReadyForQuery seen
+	err     error         // the server's error, or the connection's
 
 	// Progress, per CopyData message (one row; in binary format the
 	// trailer is one more), added to the table's counters every countBatch.
@@ -48,10 +50,11 @@ type copyOut struct {
 }
 
 // startCopyOut sends sql (a COPY … TO STDOUT) through fe, the frontend of
-// an idle connection over nc. When ctx ends before the copy does, nc's read
-// deadline cuts the wait short and Read returns ctx's error.
-func startCopyOut(ctx context.Context, fe *pgproto3.Frontend, nc net.Conn, sql string, run *tableRun) (*copyOut, error) {
-	c := &copyOut{fe: fe, run: run, ctx: ctx, nc: nc}
+// an idle connection over nc, which reads through in (nil: straight from
+// nc). When ctx ends before the copy does, nc's read deadline cuts the wait
+// short and Read returns ctx's error.
+func startCopyOut(ctx context.Context, fe *pgproto3.Frontend, in *bufio.Reader, nc net.Conn, sql string, run *tableRun) (*copyOut, error) {
+	c := &copyOut{fe: fe, in: in, run: run, ctx: ctx, nc: nc}
 	c.fe.SendQuery(&pgproto3.Query{String: sql})
 	if err := c.fe.Flush(); err != nil {
 		return nil, fmt.Errorf("send the COPY: %w", err)
@@ -77,7 +80,7 @@ func (c *copyOut) Read(p []byte) (int, error) {
 			n += k
 			continue
 		}
-		if c.done || (n > 0 && c.fe.ReadBufferLen() == 0) {
+		if c.done || (n > 0 && c.fe.ReadBufferLen() == 0 && c.buffered() == 0) {
 			break
 		}
 		if err := c.receive(); err != nil {
@@ -93,6 +96,15 @@ func (c *copyOut) Read(p []byte) (int, error) {
 		return 0, c.err
 	}
 	return 0, io.EOF
+}
+
+// buffered is how many bytes of the source's are read but not yet in fe's
+// buffer.
+func (c *copyOut) buffered() int {
+	if c.in == nil {
+		return 0
+	}
+	return c.in.Buffered()
 }
 
 // receive reads the next message of the COPY's response.

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,12 +17,14 @@ import (
 )
 
 // fakeSource is the server end of a connection: it checks the query and
-// answers with the messages a test gives it.
-func fakeSource(t *testing.T) (client net.Conn, fe *pgproto3.Frontend, be *pgproto3.Backend, server net.Conn) {
+// answers with the messages a test gives it. The client's frontend reads
+// through a buffer, as a snapshot connection's does.
+func fakeSource(t *testing.T) (client net.Conn, fe *pgproto3.Frontend, in *bufio.Reader, be *pgproto3.Backend, server net.Conn) {
 	t.Helper()
 	client, server = net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, pgproto3.NewFrontend(client, client), pgproto3.NewBackend(server, server), server
+	in = bufio.NewReaderSize(client, sourceReadBytes)
+	return client, pgproto3.NewFrontend(in, client), in, pgproto3.NewBackend(server, server), server
 }
 
 // serve reads the query, then sends msgs, each flushed on its own.
@@ -63,7 +66,7 @@ func readAll(c io.Reader) ([]byte, error) {
 }
 
 func TestCopyOutReadsEveryRowThenEOF(t *testing.T) {
-	nc, fe, be, _ := fakeSource(t)
+	nc, fe, in, be, _ := fakeSource(t)
 	var want bytes.Buffer
 	msgs := []pgproto3.BackendMessage{&pgproto3.CopyOutResponse{}, &pgproto3.NoticeResponse{Message: "hello"}}
 	const rows = 2*countBatch + 7
@@ -77,7 +80,7 @@ func TestCopyOutReadsEveryRowThenEOF(t *testing.T) {
 	served := serve(t, be, msgs...)
 
 	run := &tableRun{}
-	c, err := startCopyOut(context.Background(), fe, nc, "COPY (SELECT 1) TO STDOUT", run)
+	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY (SELECT 1) TO STDOUT", run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +103,85 @@ func TestCopyOutReadsEveryRowThenEOF(t *testing.T) {
 	}
 }
 
+// A Read returns the rows the source has sent rather than wait for more, so
+// the loader passes them on while the source produces the next; all the rows
+// already read arrive in one Read, not one at a time.
+func TestCopyOutReturnsWithoutWaiting(t *testing.T) {
+	nc, fe, in, be, server := fakeSource(t)
+	first := []pgproto3.BackendMessage{&pgproto3.CopyOutResponse{}}
+	// 25 kB in all, more than the frontend's buffer of 8 kB; its first 8 kB
+	// end with a message (the response's 8 bytes, one CopyData message of 504
+	// and 15 of 512), where nothing of the next is in the frontend's buffer
+	// but all of it is in the connection's.
+	for i := range 50 {
+		row := fmt.Sprintf("row %02d ", i)
+		size := 512 - 5
+		if i == 0 {
+			size -= 8
+		}
+		first = append(first, &pgproto3.CopyData{Data: []byte(row + strings.Repeat("x", size-len(row)-1) + "\n")})
+	}
+	served := make(chan error, 1)
+	more := make(chan struct{})
+	go func() {
+		if _, err := be.Receive(); err != nil {
+			served <- err
+			return
+		}
+		// All 50 rows in one write, as a server's send buffer goes out.
+		for _, m := range first {
+			be.Send(m)
+		}
+		if err := be.Flush(); err != nil {
+			served <- err
+			return
+		}
+		<-more
+		be.Send(&pgproto3.CopyData{Data: []byte("last\n")})
+		be.Send(&pgproto3.CopyDone{})
+		be.Send(&pgproto3.CommandComplete{CommandTag: []byte("COPY 51")})
+		be.Send(&pgproto3.ReadyForQuery{TxStatus: 'T'})
+		served <- be.Flush()
+	}()
+	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		data string
+		err  error
+	}
+	got := make(chan read, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		n, err := c.Read(buf)
+		got <- read{string(buf[:n]), err}
+	}()
+	select {
+	case r := <-got:
+		if r.err != nil || !strings.HasPrefix(r.data, "row 00 ") || !strings.Contains(r.data, "row 49 ") || strings.Count(r.data, "\n") != 50 {
+			t.Fatalf("first Read: %d bytes (%.30q…), %v; want the 50 rows sent", len(r.data), r.data, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		server.Close()
+		t.Fatal("the first Read waited for more rows than the source had sent")
+	}
+	close(more)
+	rest, err := readAll(c)
+	if err != io.EOF || string(rest) != "last\n" {
+		t.Fatalf("then read %q, %v; want the last row, then io.EOF", rest, err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCopyOutServerError(t *testing.T) {
-	nc, fe, be, _ := fakeSource(t)
+	nc, fe, in, be, _ := fakeSource(t)
 	serve(t, be, &pgproto3.CopyOutResponse{}, &pgproto3.CopyData{Data: []byte("1\n")},
 		&pgproto3.ErrorResponse{Severity: "ERROR", Code: "57P01", Message: "terminating connection due to administrator command"},
 		&pgproto3.ReadyForQuery{TxStatus: 'E'})
-	c, err := startCopyOut(context.Background(), fe, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +197,9 @@ func TestCopyOutServerError(t *testing.T) {
 }
 
 func TestCopyOutConnectionLost(t *testing.T) {
-	nc, fe, be, server := fakeSource(t)
+	nc, fe, in, be, server := fakeSource(t)
 	served := serve(t, be, &pgproto3.CopyOutResponse{}, &pgproto3.CopyData{Data: []byte("1\n")})
-	c, err := startCopyOut(context.Background(), fe, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +216,9 @@ func TestCopyOutConnectionLost(t *testing.T) {
 // A target that fails while the loader's goroutine waits in Read for the
 // source: finish cuts the wait short and blames nothing on the source.
 func TestCopyOutTargetFailsFirst(t *testing.T) {
-	nc, fe, be, _ := fakeSource(t)
+	nc, fe, in, be, _ := fakeSource(t)
 	serve(t, be, &pgproto3.CopyOutResponse{})
-	c, err := startCopyOut(context.Background(), fe, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +237,10 @@ func TestCopyOutTargetFailsFirst(t *testing.T) {
 }
 
 func TestCopyOutContextCanceled(t *testing.T) {
-	nc, fe, be, _ := fakeSource(t)
+	nc, fe, in, be, _ := fakeSource(t)
 	serve(t, be, &pgproto3.CopyOutResponse{})
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := startCopyOut(ctx, fe, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := startCopyOut(ctx, fe, in, nc, "COPY t TO STDOUT", &tableRun{})
 	if err != nil {
 		t.Fatal(err)
 	}
