@@ -253,14 +253,22 @@ func (t *blankTrimmer) passValue(b []byte, next trimState) {
 	}
 }
 
-// trimBlanks cuts v's trailing blanks (0x20), 32 bytes at a time while it
-// can (memequal compares them at once): a char(84) value is mostly blanks.
+// trimBlanks cuts v's trailing blanks (0x20), eight bytes at a time while
+// it can, four such words per step: a char(84) value is mostly blanks. (A
+// string comparison of 32 bytes at a time, a call to memequal each, took half
+// as long again for pgbench's blank char(84).)
 func trimBlanks(v []byte) []byte {
+	const blanks8 = 0x2020202020202020
 	n := len(v)
-	for n >= len(blanks32) && string(v[n-len(blanks32):n]) == blanks32 {
-		n -= len(blanks32)
+	le := binary.LittleEndian
+	for n >= 32 {
+		w := v[n-32 : n]
+		if le.Uint64(w[24:]) != blanks8 || le.Uint64(w[16:]) != blanks8 || le.Uint64(w[8:]) != blanks8 || le.Uint64(w) != blanks8 {
+			break
+		}
+		n -= 32
 	}
-	for n >= 8 && binary.LittleEndian.Uint64(v[n-8:]) == 0x2020202020202020 {
+	for n >= 8 && le.Uint64(v[n-8:]) == blanks8 {
 		n -= 8
 	}
 	for n > 0 && v[n-1] == ' ' {
@@ -268,5 +276,3 @@ func trimBlanks(v []byte) []byte {
 	}
 	return v[:n]
 }
-
-const blanks32 = "                                "

@@ -171,4 +171,20 @@ func TestTrimBlanks(t *testing.T) {
 			t.Errorf("trimBlanks(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
+	// Every length to 100, blank but for one byte at every place (or none),
+	// which a step of 32 or 8 bytes must not pass over; and a tab, which is
+	// not a blank.
+	for n := 0; n <= 100; n++ {
+		for at := -1; at < n; at++ {
+			for _, c := range []byte{'x', '\t', 0x80} {
+				v := bytes.Repeat([]byte{' '}, n)
+				if at >= 0 {
+					v[at] = c
+				}
+				if got, want := trimBlanks(v), bytes.TrimRight(v, " "); !bytes.Equal(got, want) {
+					t.Fatalf("trimBlanks of %d bytes with %q at %d: %d bytes, want %d", n, c, at, len(got), len(want))
+				}
+			}
+		}
+	}
 }
