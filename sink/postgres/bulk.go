@@ -276,7 +276,9 @@ func (s *Sink) CopyWhole(ctx context.Context, t *schema.Table, r io.Reader, bina
 // error is returned only when conn broke.
 func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, qname string) (bool, error) {
 	pg := conn.PgConn()
-	_, err := pg.Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; TRUNCATE ONLY "+qname).ReadAll()
+	// The second's wait is for the TRUNCATE alone: the load after it waits
+	// as any other.
+	_, err := pg.Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; TRUNCATE ONLY "+qname+"; SET LOCAL lock_timeout TO DEFAULT").ReadAll()
 	if err == nil {
 		return true, nil
 	}
