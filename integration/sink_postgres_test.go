@@ -389,6 +389,35 @@ func TestSinkPostgresTruncateRestartIdentity(t *testing.T) {
 	wantQuery(t, pg, "1", "SELECT nextval(pg_get_serial_sequence('public.ident', 'id'))")
 }
 
+// TestSinkPostgresTruncateOwnRows: a streamed TRUNCATE empties the tables
+// it lists and no more, as PostgreSQL's own apply does: a target-only table
+// inheriting from one keeps its rows; a partitioned target table loses the
+// rows of its partitions.
+func TestSinkPostgresTruncateOwnRows(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "tr_parent")
+	ensure(t, s, tb)
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, sinktest.Row(sinktest.T("1"), sinktest.N(), sinktest.N())))
+	pg.Exec(t, `CREATE TABLE public.tr_archive () INHERITS (public.tr_parent);
+		INSERT INTO public.tr_archive (id) SELECT i FROM generate_series(100, 109) i;
+		CREATE TABLE public.tr_part (id int, v text) PARTITION BY RANGE (id);
+		CREATE TABLE public.tr_part_1 PARTITION OF public.tr_part FOR VALUES FROM (0) TO (1000);
+		INSERT INTO public.tr_part SELECT i, 'p' FROM generate_series(1, 10) i`)
+	part := &schema.Table{Schema: "public", Name: "tr_part", Columns: []schema.Column{
+		{Name: "id", TypeOID: 23, TypeName: "integer"}, {Name: "v", TypeOID: 25, TypeName: "text"}}}
+	tx, err := s.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Truncate(t.Context(), []*schema.Table{tb, part}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(t.Context(), sink.Progress{Slot: sinktest.Slot, LSN: 20}); err != nil {
+		t.Fatal(err)
+	}
+	wantQuery(t, pg, "0 10 0", "SELECT (SELECT count(*) FROM ONLY public.tr_parent) || ' ' || (SELECT count(*) FROM public.tr_archive) || ' ' || (SELECT count(*) FROM public.tr_part)")
+}
+
 // TestSinkPostgresTwoPhaseResume covers the crash windows of two-phase
 // transactions by finishing prepared transactions behind the sink's back.
 func TestSinkPostgresTwoPhaseResume(t *testing.T) {
@@ -1615,4 +1644,63 @@ func testSinkPostgresCopyWhole(t *testing.T, major int) {
 		load("whole_bin", strings.NewReader(data.String()), false)
 	}
 	wantQuery(t, pg, "1000", "SELECT count(*) FROM public.whole_bin")
+}
+
+// TestSinkPostgresEmptyOwnRows: emptying a table before its copy removes its
+// own rows only — a target-only table inheriting from it keeps its rows — and
+// a partitioned table's rows with its partitions. A table the sink cannot
+// truncate (a foreign key references it, another session holds a lock on it)
+// is emptied with DELETE, without waiting for the lock's holder.
+func TestSinkPostgresEmptyOwnRows(t *testing.T) {
+	ctx := t.Context()
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	pg.Exec(t, `CREATE TABLE public.ev (id int PRIMARY KEY, v text);
+		INSERT INTO public.ev SELECT i, 'own' FROM generate_series(1, 10) i;
+		CREATE TABLE public.ev_archive () INHERITS (public.ev);
+		INSERT INTO public.ev_archive SELECT i, 'archived' FROM generate_series(100, 199) i;
+		CREATE TABLE public.part (id int, v text) PARTITION BY RANGE (id);
+		CREATE TABLE public.part_1 PARTITION OF public.part FOR VALUES FROM (0) TO (100);
+		CREATE TABLE public.part_2 PARTITION OF public.part FOR VALUES FROM (100) TO (200);
+		INSERT INTO public.part SELECT i, 'p' FROM generate_series(1, 150) i;
+		CREATE TABLE public.referenced (id int PRIMARY KEY, v text);
+		INSERT INTO public.referenced SELECT i, 'r' FROM generate_series(1, 10) i;
+		CREATE TABLE public.referencing (id int REFERENCES public.referenced);
+		CREATE TABLE public.locked (id int PRIMARY KEY, v text);
+		INSERT INTO public.locked SELECT i, 'l' FROM generate_series(1, 10) i`)
+	table := func(name string) *schema.Table {
+		return &schema.Table{Schema: "public", Name: name, Columns: []schema.Column{
+			{Name: "id", TypeOID: 23, TypeName: "integer"}, {Name: "v", TypeOID: 25, TypeName: "text"}}}
+	}
+	// A reader keeps a lock on public.locked.
+	reader := pg.Conn(t)
+	if _, err := reader.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Exec(ctx, "SELECT count(*) FROM public.locked"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.EmptyTables(ctx, []*schema.Table{table("ev"), table("part"), table("referenced"), table("locked")}); err != nil {
+		t.Fatalf("EmptyTables: %v", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("EmptyTables waited %v for a reader's lock", d)
+	}
+	wantQuery(t, pg, "0 100 0 0 0", `SELECT (SELECT count(*) FROM ONLY public.ev) || ' ' || (SELECT count(*) FROM public.ev_archive) || ' ' ||
+		(SELECT count(*) FROM public.part) || ' ' || (SELECT count(*) FROM public.referenced) || ' ' || (SELECT count(*) FROM public.locked)`)
+	if _, err := reader.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Empty, table by table, the same way.
+	pg.Exec(t, `INSERT INTO public.ev VALUES (1, 'own');
+		INSERT INTO public.part VALUES (5, 'p'), (150, 'p');
+		INSERT INTO public.referenced VALUES (1, 'r')`)
+	for _, name := range []string{"ev", "part", "referenced"} {
+		if err := s.Empty(ctx, table(name)); err != nil {
+			t.Fatalf("Empty %s: %v", name, err)
+		}
+	}
+	wantQuery(t, pg, "0 100 0 0", `SELECT (SELECT count(*) FROM ONLY public.ev) || ' ' || (SELECT count(*) FROM public.ev_archive) || ' ' ||
+		(SELECT count(*) FROM public.part) || ' ' || (SELECT count(*) FROM public.referenced)`)
 }

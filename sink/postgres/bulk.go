@@ -22,54 +22,125 @@ func (s *Sink) CopyFrom(ctx context.Context, t *schema.Table, r io.Reader) (int6
 	return s.copyFrom(ctx, t, r, copyOptions{})
 }
 
-// Empty truncates t's target table, on the sink's metadata connection: a
-// table is emptied once before its copy, which may load it in parallel CTID
-// ranges (CopyFrom each), and with thousands of tables a connection of its
-// own for each cost most of the time before the first row was copied. A table
-// without rows, as a table just created is, is left as it is: TRUNCATE costs
-// a new file and 1 ms a table. Whether it has rows is read under a SHARE lock,
-// which waits for a load still running (an earlier pgrelay's, killed), so
-// rows that load commits are not missed.
+// Empty removes the rows of t's target table before its copy, on the sink's
+// metadata connection: a table is emptied once before its copy, which may
+// load it in parallel CTID ranges (CopyFrom each), and with thousands of
+// tables a connection of its own for each cost most of the time before the
+// first row was copied. A table without rows, as a table just created is,
+// is left as it is: TRUNCATE costs a new file and 1 ms a table. Whether it
+// has rows is read under a SHARE lock, which waits for a load still running
+// (an earlier pgrelay's, killed), so rows that load commits are not missed.
+//
+// Only the table's own rows go: a target-only table that inherits from it
+// keeps its rows (TRUNCATE ONLY; a partitioned table is emptied with its
+// partitions, which hold its rows). When the table cannot be truncated (a
+// foreign key references it, the role lacks the TRUNCATE privilege, or
+// another session holds a lock on it for more than a second), its rows are
+// deleted instead, which waits for no reader.
 func (s *Sink) Empty(ctx context.Context, t *schema.Table) error {
 	qname := quotedTable(s.dialect, t)
 	return s.withMeta(ctx, func(conn *pgx.Conn) error {
-		results, err := conn.PgConn().Exec(ctx, "BEGIN; LOCK TABLE "+qname+" IN SHARE MODE; SELECT EXISTS (SELECT FROM "+qname+"); COMMIT").ReadAll()
+		kinds, err := relkinds(ctx, conn, []string{qname})
 		if err != nil {
-			if conn.PgConn().TxStatus() != 'I' {
-				_, _ = conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
-			}
+			return &ChangeError{Op: "truncate", Table: qname, Err: err}
+		}
+		own := ownRows(kinds[0], qname)
+		results, err := conn.PgConn().Exec(ctx, "BEGIN; LOCK TABLE "+own+" IN SHARE MODE; SELECT EXISTS (SELECT FROM "+own+"); COMMIT").ReadAll()
+		if err != nil {
+			rollbackIfInTx(ctx, conn)
 			return &ChangeError{Op: "truncate", Table: qname, Err: err}
 		}
 		if len(results) == 4 && len(results[2].Rows) == 1 && len(results[2].Rows[0]) == 1 && string(results[2].Rows[0][0]) == "f" {
 			return nil
 		}
-		if _, err := conn.Exec(ctx, "TRUNCATE "+qname); err != nil {
-			return &ChangeError{Op: "truncate", Table: qname, Err: err}
+		return s.emptyRows(ctx, conn, t, own)
+	})
+}
+
+// emptyRows truncates own (a table's name, with ONLY when it is not
+// partitioned), or deletes its rows when it cannot be truncated.
+func (s *Sink) emptyRows(ctx context.Context, conn *pgx.Conn, t *schema.Table, own string) error {
+	_, err := conn.PgConn().Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; TRUNCATE "+own+"; COMMIT").ReadAll()
+	if err == nil {
+		return nil
+	}
+	rollbackIfInTx(ctx, conn)
+	if conn.IsClosed() {
+		return &ChangeError{Op: "truncate", Table: own, Err: err}
+	}
+	s.logger().Debug("emptying the table with DELETE: it cannot be truncated", "table", t.QualifiedName(), "why", err.Error())
+	if _, err := conn.Exec(ctx, "DELETE FROM "+own); err != nil {
+		return &ChangeError{Op: "delete the rows of", Table: own, Err: err}
+	}
+	return nil
+}
+
+// ownRows names qname's own rows in a statement: with ONLY, so that a table
+// inheriting from it (on the target only) is left out, except for a
+// partitioned table (relkind p), whose rows are all in its partitions.
+func ownRows(relkind byte, qname string) string {
+	if relkind == 'p' {
+		return qname
+	}
+	return "ONLY " + qname
+}
+
+// relkinds reads the pg_class.relkind of each table named (0 for one that
+// does not exist), in one query.
+func relkinds(ctx context.Context, conn *pgx.Conn, qnames []string) ([]byte, error) {
+	rows, err := conn.Query(ctx, `SELECT q.i::int, c.relkind::text
+		FROM unnest($1::text[]) WITH ORDINALITY AS q(name, i)
+		JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(q.name)`, qnames)
+	if err != nil {
+		return nil, err
+	}
+	kinds := make([]byte, len(qnames))
+	var (
+		i    int
+		kind string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&i, &kind}, func() error {
+		if i >= 1 && i <= len(kinds) && kind != "" {
+			kinds[i-1] = kind[0]
 		}
 		return nil
 	})
+	return kinds, err
+}
+
+// rollbackIfInTx ends the transaction a multi-statement Exec left open by
+// failing halfway.
+func rollbackIfInTx(ctx context.Context, conn *pgx.Conn) {
+	if !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+		_, _ = conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
+	}
 }
 
 // EmptyTables is Empty for many tables, with the look for rows of up to
 // emptyBatch tables under one lock statement in one round trip; those with
-// rows are then truncated one by one. A batch that fails (a table missing)
+// rows are then emptied one by one. A batch that fails (a table missing)
 // is done again table by table, so the error names the table.
 func (s *Sink) EmptyTables(ctx context.Context, tables []*schema.Table) error {
 	for from := 0; from < len(tables); from += emptyBatch {
 		batch := tables[from:min(from+emptyBatch, len(tables))]
 		qnames := make([]string, len(batch))
-		exists := make([]string, len(batch))
 		for i, t := range batch {
 			qnames[i] = quotedTable(s.dialect, t)
-			exists[i] = "EXISTS (SELECT FROM " + qnames[i] + ")"
 		}
 		var filled []bool
 		err := s.withMeta(ctx, func(conn *pgx.Conn) error {
-			results, err := conn.PgConn().Exec(ctx, "BEGIN; LOCK TABLE "+strings.Join(qnames, ", ")+" IN SHARE MODE; SELECT ARRAY["+strings.Join(exists, ", ")+"]::text; COMMIT").ReadAll()
+			kinds, err := relkinds(ctx, conn, qnames)
 			if err != nil {
-				if conn.PgConn().TxStatus() != 'I' {
-					_, _ = conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
-				}
+				return err
+			}
+			owns, exists := make([]string, len(batch)), make([]string, len(batch))
+			for i := range batch {
+				owns[i] = ownRows(kinds[i], qnames[i])
+				exists[i] = "EXISTS (SELECT FROM " + owns[i] + ")"
+			}
+			results, err := conn.PgConn().Exec(ctx, "BEGIN; LOCK TABLE "+strings.Join(owns, ", ")+" IN SHARE MODE; SELECT ARRAY["+strings.Join(exists, ", ")+"]::text; COMMIT").ReadAll()
+			if err != nil {
+				rollbackIfInTx(ctx, conn)
 				return err
 			}
 			if len(results) != 4 || len(results[2].Rows) != 1 || len(results[2].Rows[0]) != 1 {
@@ -274,7 +345,7 @@ func (s *Sink) CopyWhole(ctx context.Context, t *schema.Table, r io.Reader, bina
 // reporting whether the table can now be loaded with COPY … FREEZE. When it
 // cannot, the transaction is rolled back and the error is only logged; an
 // error is returned only when conn broke.
-func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, qname string) (bool, error) {
+func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, t *schema.Table, qname string) (bool, error) {
 	pg := conn.PgConn()
 	// The second's wait is for the TRUNCATE alone: the load after it waits
 	// as any other.
@@ -282,13 +353,11 @@ func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, qname stri
 	if err == nil {
 		return true, nil
 	}
-	if !conn.IsClosed() && pg.TxStatus() != 'I' {
-		_, _ = pg.Exec(ctx, "ROLLBACK").ReadAll()
-	}
+	rollbackIfInTx(ctx, conn)
 	if conn.IsClosed() || pg.TxStatus() != 'I' {
 		return false, classify(&ChangeError{Op: "truncate", Table: qname, Err: err}, true)
 	}
-	s.logger().Debug("loading without COPY FREEZE", "table", qname, "why", err.Error())
+	s.logger().Debug("loading without COPY FREEZE", "table", t.QualifiedName(), "why", err.Error())
 	return false, nil
 }
 
@@ -311,7 +380,7 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	}
 	frozen := false
 	if o.whole {
-		if frozen, err = s.truncateForFreeze(ctx, conn, ts.qname); err != nil {
+		if frozen, err = s.truncateForFreeze(ctx, conn, t, ts.qname); err != nil {
 			return 0, err
 		}
 	}

@@ -221,9 +221,7 @@ func (s *Sink) createOne(ctx context.Context, conn *pgx.Conn, t, ddlTable *schem
 	b.ExecParams(storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil)
 	b.ExecParams("COMMIT", nil, nil, nil, nil)
 	if _, err := conn.PgConn().ExecBatch(ctx, b).ReadAll(); err != nil {
-		if conn.PgConn().TxStatus() != 'I' {
-			_, _ = conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
-		}
+		rollbackIfInTx(ctx, conn)
 		return collationHint(classify(&ChangeError{Op: opDDL.String(), Table: qname, Err: err}, conn.IsClosed()))
 	}
 	return nil

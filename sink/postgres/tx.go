@@ -437,7 +437,10 @@ func (tx *Tx) take() (*pgx.Conn, []op, *pgconn.Batch, []byte) {
 }
 
 // Truncate queues TRUNCATE of tables. CASCADE is never used: the source lists
-// every relation it truncated, as PostgreSQL's own apply does.
+// every relation it truncated, as PostgreSQL's own apply does; and, as it
+// does, only those: each table is truncated ONLY, so a target-only table
+// that inherits from one keeps its rows, except a partitioned target table,
+// whose rows are all in its partitions.
 func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint8) error {
 	if err := tx.usable(); err != nil {
 		return err
@@ -455,7 +458,18 @@ func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint
 	for i, t := range tables {
 		names[i] = quotedTable(tx.s.dialect, t)
 	}
-	sql := "TRUNCATE " + strings.Join(names, ", ")
+	var kinds []byte
+	if err := tx.s.withMeta(ctx, func(conn *pgx.Conn) (err error) {
+		kinds, err = relkinds(ctx, conn, names)
+		return err
+	}); err != nil {
+		return &ChangeError{Op: "truncate", Table: strings.Join(names, ", "), Err: err}
+	}
+	owns := make([]string, len(names))
+	for i, name := range names {
+		owns[i] = ownRows(kinds[i], name)
+	}
+	sql := "TRUNCATE " + strings.Join(owns, ", ")
 	if options&source.TruncateRestartIdentity != 0 {
 		sql += " RESTART IDENTITY"
 	}
