@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -1703,4 +1704,109 @@ func TestSinkPostgresEmptyOwnRows(t *testing.T) {
 	}
 	wantQuery(t, pg, "0 100 0 0", `SELECT (SELECT count(*) FROM ONLY public.ev) || ' ' || (SELECT count(*) FROM public.ev_archive) || ' ' ||
 		(SELECT count(*) FROM public.part) || ' ' || (SELECT count(*) FROM public.referenced)`)
+}
+
+// TestSinkPostgresPrimaryKeyLocks: a primary key that cannot be dropped
+// before a load (a foreign key depends on it, a partition's key is its
+// partitioned table's, another session holds a lock on the table) stays, and
+// DropPrimaryKey reports it kept without an error or a long wait. Adding a
+// key back waits for a lock another session holds, saying so, and goes on
+// once it is released.
+func TestSinkPostgresPrimaryKeyLocks(t *testing.T) {
+	ctx := t.Context()
+	var logs lockedBuffer
+	pg, s := pgTarget(t, 15, postgres.Options{LockWait: 200 * time.Millisecond})
+	s.LocateRelations(nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	pg.Exec(t, `CREATE TABLE public.parent (id int PRIMARY KEY, v text);
+		CREATE TABLE public.child (id int REFERENCES public.parent);
+		CREATE TABLE public.meas (id int, r int, PRIMARY KEY (id, r)) PARTITION BY LIST (r);
+		CREATE TABLE public.meas_1 PARTITION OF public.meas FOR VALUES IN (1);
+		CREATE TABLE public.held (id int PRIMARY KEY, v text)`)
+	reader := pg.Conn(t)
+	if _, err := reader.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Exec(ctx, "SELECT count(*) FROM public.held"); err != nil {
+		t.Fatal(err)
+	}
+	keyed := func(cols ...string) func(string) *schema.Table {
+		return func(name string) *schema.Table {
+			tb := &schema.Table{Schema: "public", Name: name, ReplicaIdentity: schema.IdentityDefault}
+			for i, c := range cols {
+				tb.Columns = append(tb.Columns, schema.Column{Name: c, TypeOID: 23, TypeName: "integer", Key: true, NotNull: true, Attnum: int16(i + 1)})
+			}
+			return tb
+		}
+	}
+	start := time.Now()
+	for _, tb := range []*schema.Table{keyed("id")("parent"), keyed("id", "r")("meas_1"), keyed("id")("held")} {
+		dropped, err := s.DropPrimaryKey(ctx, tb)
+		if err != nil || dropped {
+			t.Errorf("DropPrimaryKey %s: dropped %v, %v; want kept without an error", tb.Name, dropped, err)
+		}
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("DropPrimaryKey waited %v", d)
+	}
+	wantQuery(t, pg, "3", "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid IN ('public.parent'::regclass, 'public.meas_1'::regclass, 'public.held'::regclass)")
+	if !strings.Contains(logs.String(), "loading the table with its primary key in place") {
+		t.Errorf("no log line for the keys kept:\n%s", logs.String())
+	}
+
+	// Without its key, and read by a session that keeps its lock: adding the
+	// key waits, and says so.
+	if _, err := reader.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	pg.Exec(t, "ALTER TABLE public.held DROP CONSTRAINT held_pkey")
+	if _, err := reader.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Exec(ctx, "SELECT count(*) FROM public.held"); err != nil {
+		t.Fatal(err)
+	}
+	added := make(chan error, 1)
+	go func() { added <- s.AddPrimaryKey(ctx, keyed("id")("held")) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "waiting for a lock on a target table") {
+		if time.Now().After(deadline) {
+			t.Fatalf("AddPrimaryKey did not say it waits for the lock:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-added:
+		t.Fatalf("AddPrimaryKey returned (%v) while the lock was held", err)
+	default:
+	}
+	if _, err := reader.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-added:
+		if err != nil {
+			t.Fatalf("AddPrimaryKey: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("AddPrimaryKey did not finish after the lock was released")
+	}
+	wantQuery(t, pg, "1", "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid = 'public.held'::regclass")
+}
+
+// lockedBuffer is a strings.Builder for a logger that several goroutines use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/schema"
 )
@@ -50,7 +51,10 @@ func ifNotExists(def string) string {
 
 // DropPrimaryKey removes the primary key of t's target table before a bulk
 // load into the emptied table, reporting whether there was one. AddPrimaryKey
-// puts it back after the load.
+// puts it back after the load. A key that cannot be dropped — a foreign key
+// depends on it, a partition's key belongs to its partitioned table, the role
+// does not own the table, or another session holds a lock on it for more
+// than a second — stays, and the table loads with it: slower, the same rows.
 func (s *Sink) DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error) {
 	qname := quotedTable(s.dialect, t)
 	var dropped bool
@@ -63,8 +67,14 @@ func (s *Sink) DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error
 		if err != nil {
 			return err
 		}
-		if _, err := conn.Exec(ctx, "ALTER TABLE "+qname+" DROP CONSTRAINT "+s.dialect.QuoteIdent(name)); err != nil {
-			return err
+		_, err = conn.PgConn().Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; ALTER TABLE "+qname+" DROP CONSTRAINT "+s.dialect.QuoteIdent(name)+"; COMMIT").ReadAll()
+		if err != nil {
+			rollbackIfInTx(ctx, conn)
+			if conn.IsClosed() {
+				return err
+			}
+			s.logger().Info("loading the table with its primary key in place: it cannot be dropped", "table", t.QualifiedName(), "why", describe(err))
+			return nil
 		}
 		dropped = true
 		return nil
@@ -101,8 +111,35 @@ func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) (err error) {
 	if has {
 		return nil
 	}
-	if _, err := conn.Exec(ctx, sql); err != nil {
+	if err := s.execWaiting(ctx, conn, t, sql); err != nil {
 		return classify(fmt.Errorf("sink/postgres: add the primary key of %s (%s): %w", qname, sql, err), conn.IsClosed())
 	}
 	return nil
+}
+
+// execWaiting runs sql (DDL on t that needs a lock other sessions' reads
+// conflict with) and, while another session holds a lock on t, says so every
+// lockWait and tries again: the key must be built, and a session left idle
+// in a transaction that read the table (a dashboard, a psql) would otherwise
+// make the copy wait in silence. Options.LockWait is how long it waits
+// before it says so.
+func (s *Sink) execWaiting(ctx context.Context, conn *pgx.Conn, t *schema.Table, sql string) error {
+	qname := quotedTable(s.dialect, t)
+	for {
+		wait := fmt.Sprintf("%dms", s.opts.LockWait.Milliseconds())
+		_, err := conn.PgConn().Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '"+wait+"'; "+sql+"; COMMIT").ReadAll()
+		if err == nil {
+			return nil
+		}
+		rollbackIfInTx(ctx, conn)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || conn.IsClosed() || ctx.Err() != nil {
+			return err
+		}
+		var holders string
+		_ = conn.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT l.pid::text, ', '), '')
+			FROM pg_catalog.pg_locks l WHERE l.relation = $1::regclass AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()`, qname).Scan(&holders)
+		s.logger().Warn("waiting for a lock on a target table: another session holds one (see pg_locks and pg_stat_activity); pgrelay goes on once it is released",
+			"table", t.QualifiedName(), "pids", holders, "for", sql)
+	}
 }

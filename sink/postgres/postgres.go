@@ -67,6 +67,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,6 +103,10 @@ type Options struct {
 	// KeepOrder applies changes in arrival order instead of table by table
 	// within a target transaction (see reorder.go).
 	KeepOrder bool
+	// LockWait is how long DDL the snapshot copy cannot do without (adding a
+	// primary key back) waits for another session's lock on a target table
+	// before it logs that it waits, and goes on waiting. Default 10 s.
+	LockWait time.Duration
 }
 
 // Validate applies defaults and rejects impossible values.
@@ -111,6 +116,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = 1000
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = 10 * time.Second
 	}
 	if o.BatchBytes == 0 {
 		o.BatchBytes = 4 << 20
