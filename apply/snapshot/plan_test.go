@@ -88,6 +88,13 @@ func TestPlanJobs(t *testing.T) {
 		t.Fatalf("few: %s, want %s", got, want)
 	}
 
+	// One worker copies a table in one piece: ranges one after another gain
+	// nothing.
+	_, jobs = planJobs([]Table{table("big", 10, 350)}, 16, Config{Slot: "s", Workers: 1, ChunkBytes: 100})
+	if got := describe(jobs); got != "big" || wholes(jobs) != "big" {
+		t.Fatalf("one worker: %s, whole %q", got, wholes(jobs))
+	}
+
 	// Before 14 there are no TID range scans: one job per table.
 	_, jobs = planJobs([]Table{table("big", 10, 350)}, 13, cfg)
 	if got := describe(jobs); got != "big" || wholes(jobs) != "big" {

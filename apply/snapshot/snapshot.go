@@ -315,9 +315,14 @@ func planJobs(tables []Table, major int, cfg Config) ([]*tableRun, []job) {
 			n := int64(1)
 			if major >= 14 && pages > 1 && bytes > cfg.ChunkBytes && (part != nil || !t.Published.Partitioned) {
 				n = (bytes + cfg.ChunkBytes - 1) / cfg.ChunkBytes
-				if cfg.SharedCores {
+				switch {
+				case cfg.SharedCores:
 					n = max(1, min(n, w/2, pages))
-				} else {
+				case w == 1:
+					// Ranges one after another gain nothing, and cost the
+					// frozen load of a table in one piece.
+					n = 1
+				default:
 					if n > w {
 						n = (n + w - 1) / w * w
 					}
