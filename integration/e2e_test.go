@@ -1604,7 +1604,14 @@ func TestE2ETargetTableInTheWay(t *testing.T) {
 		t.Errorf("a slot was created although the copy was refused")
 	}
 	e.tgt.Exec(t, "TRUNCATE public.tw")
+	// Rows of a target-only table inheriting from tw are not in the way, and
+	// the copy leaves them alone.
+	e.tgt.Exec(t, "CREATE TABLE public.tw_archive () INHERITS (public.tw); INSERT INTO public.tw_archive SELECT g, 'archived' FROM generate_series(100, 149) g")
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM public.tw_archive"); got != "50" {
+		t.Errorf("the target-only table inheriting from public.tw has %s rows of 50", got)
+	}
+	e.tgt.Exec(t, "DROP TABLE public.tw_archive")
 	e2eCompare(t, e)
 }
 

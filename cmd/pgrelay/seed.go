@@ -478,7 +478,7 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 	var occupied []string
 	var empty []source.PublishedName // existing, without rows: they must take the columns
 	err := withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n), x.s, x.n
+		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n), x.s, x.n, c.relkind = 'p'
 			FROM unnest($1::text[], $2::text[]) AS x(s, n)
 			JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
 			JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = x.n AND c.relkind IN ('r', 'p')
@@ -488,20 +488,28 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 			return err
 		}
 		type existingTable struct {
-			quoted string
-			name   source.PublishedName
+			quoted      string
+			name        source.PublishedName
+			partitioned bool
 		}
 		existing, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (existingTable, error) {
 			var e existingTable
-			err := r.Scan(&e.quoted, &e.name.Schema, &e.name.Name)
+			err := r.Scan(&e.quoted, &e.name.Schema, &e.name.Name, &e.partitioned)
 			return e, err
 		})
 		if err != nil {
 			return err
 		}
 		for _, t := range existing {
+			// The table's own rows: the copy empties only those (a table
+			// that inherits from it, on the target only, keeps its rows);
+			// a partitioned table's are its partitions'.
+			from := "ONLY " + t.quoted
+			if t.partitioned {
+				from = t.quoted
+			}
 			var hasRows bool
-			if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+t.quoted+")").Scan(&hasRows); err != nil {
+			if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+from+")").Scan(&hasRows); err != nil {
 				return err
 			}
 			if hasRows {
