@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -60,11 +61,10 @@ func (s *Sink) Empty(ctx context.Context, t *schema.Table) error {
 // emptyRows truncates own (a table's name, with ONLY when it is not
 // partitioned), or deletes its rows when it cannot be truncated.
 func (s *Sink) emptyRows(ctx context.Context, conn *pgx.Conn, t *schema.Table, own string) error {
-	_, err := conn.PgConn().Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; TRUNCATE "+own+"; COMMIT").ReadAll()
+	err := execLockWait(ctx, conn, shortLockWait, "TRUNCATE "+own, false)
 	if err == nil {
 		return nil
 	}
-	rollbackIfInTx(ctx, conn)
 	if conn.IsClosed() {
 		return &ChangeError{Op: "truncate", Table: own, Err: err}
 	}
@@ -116,6 +116,26 @@ func rollbackIfInTx(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
+// shortLockWait is how long a step that has another way to go waits for a
+// lock another session holds (a reader left idle in a transaction).
+const shortLockWait = time.Second
+
+// execLockWait runs sql (one statement or several) in a transaction on conn
+// that waits at most wait for any lock, in one round trip, and commits it;
+// with keepOpen the transaction stays open after sql, back to the session's
+// own lock wait. When sql fails, the transaction is rolled back.
+func execLockWait(ctx context.Context, conn *pgx.Conn, wait time.Duration, sql string, keepOpen bool) error {
+	end := "COMMIT"
+	if keepOpen {
+		end = "SET LOCAL lock_timeout TO DEFAULT"
+	}
+	_, err := conn.PgConn().Exec(ctx, fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = '%dms'; %s; %s", wait.Milliseconds(), sql, end)).ReadAll()
+	if err != nil {
+		rollbackIfInTx(ctx, conn)
+	}
+	return err
+}
+
 // EmptyTables is Empty for many tables, with the look for rows of up to
 // emptyBatch tables under one lock statement in one round trip; those with
 // rows are then emptied one by one. A batch that fails (a table missing)
@@ -128,12 +148,13 @@ func (s *Sink) EmptyTables(ctx context.Context, tables []*schema.Table) error {
 			qnames[i] = quotedTable(s.dialect, t)
 		}
 		var filled []bool
+		owns := make([]string, len(batch))
 		err := s.withMeta(ctx, func(conn *pgx.Conn) error {
 			kinds, err := relkinds(ctx, conn, qnames)
 			if err != nil {
 				return err
 			}
-			owns, exists := make([]string, len(batch)), make([]string, len(batch))
+			exists := make([]string, len(batch))
 			for i := range batch {
 				owns[i] = ownRows(kinds[i], qnames[i])
 				exists[i] = "EXISTS (SELECT FROM " + owns[i] + ")"
@@ -155,12 +176,14 @@ func (s *Sink) EmptyTables(ctx context.Context, tables []*schema.Table) error {
 			}
 			return nil
 		})
-		if err != nil {
-			filled = nil
-		}
 		for i, t := range batch {
-			if filled == nil || filled[i] {
+			switch {
+			case err != nil:
 				if err := s.Empty(ctx, t); err != nil {
+					return err
+				}
+			case filled[i]:
+				if err := s.withMeta(ctx, func(conn *pgx.Conn) error { return s.emptyRows(ctx, conn, t, owns[i]) }); err != nil {
 					return err
 				}
 			}
@@ -346,15 +369,13 @@ func (s *Sink) CopyWhole(ctx context.Context, t *schema.Table, r io.Reader, bina
 // cannot, the transaction is rolled back and the error is only logged; an
 // error is returned only when conn broke.
 func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, t *schema.Table, qname string) (bool, error) {
-	pg := conn.PgConn()
-	// The second's wait is for the TRUNCATE alone: the load after it waits
-	// as any other.
-	_, err := pg.Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; TRUNCATE ONLY "+qname+"; SET LOCAL lock_timeout TO DEFAULT").ReadAll()
+	// The short wait is for the TRUNCATE alone: the load after it waits as
+	// any other.
+	err := execLockWait(ctx, conn, shortLockWait, "TRUNCATE ONLY "+qname, true)
 	if err == nil {
 		return true, nil
 	}
-	rollbackIfInTx(ctx, conn)
-	if conn.IsClosed() || pg.TxStatus() != 'I' {
+	if conn.IsClosed() || conn.PgConn().TxStatus() != 'I' {
 		return false, classify(&ChangeError{Op: "truncate", Table: qname, Err: err}, true)
 	}
 	s.logger().Debug("loading without COPY FREEZE", "table", t.QualifiedName(), "why", err.Error())
@@ -400,9 +421,7 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 				ce.Op = fmt.Sprintf("copy (binary input row %d) into", line)
 			}
 		}
-		if frozen && !conn.IsClosed() {
-			_, _ = pg.Exec(ctx, "ROLLBACK").ReadAll()
-		}
+		rollbackIfInTx(ctx, conn)
 		return 0, classify(ce, conn.IsClosed())
 	}
 	if frozen {

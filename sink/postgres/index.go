@@ -67,9 +67,7 @@ func (s *Sink) DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error
 		if err != nil {
 			return err
 		}
-		_, err = conn.PgConn().Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '1s'; ALTER TABLE "+qname+" DROP CONSTRAINT "+s.dialect.QuoteIdent(name)+"; COMMIT").ReadAll()
-		if err != nil {
-			rollbackIfInTx(ctx, conn)
+		if err := execLockWait(ctx, conn, shortLockWait, "ALTER TABLE "+qname+" DROP CONSTRAINT "+s.dialect.QuoteIdent(name), false); err != nil {
 			if conn.IsClosed() {
 				return err
 			}
@@ -126,12 +124,10 @@ func (s *Sink) AddPrimaryKey(ctx context.Context, t *schema.Table) (err error) {
 func (s *Sink) execWaiting(ctx context.Context, conn *pgx.Conn, t *schema.Table, sql string) error {
 	qname := quotedTable(s.dialect, t)
 	for {
-		wait := fmt.Sprintf("%dms", s.opts.LockWait.Milliseconds())
-		_, err := conn.PgConn().Exec(ctx, "BEGIN; SET LOCAL lock_timeout = '"+wait+"'; "+sql+"; COMMIT").ReadAll()
+		err := execLockWait(ctx, conn, s.opts.LockWait, sql, false)
 		if err == nil {
 			return nil
 		}
-		rollbackIfInTx(ctx, conn)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || conn.IsClosed() || ctx.Err() != nil {
 			return err
