@@ -77,6 +77,22 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	conn, err := ConnectPlain(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rc, replErr := Connect(ctx, url)
+	if replErr == nil {
+		defer rc.Close(context.WithoutCancel(ctx))
+	}
+	return PreflightOn(ctx, conn, replErr, cfg)
+}
+
+// ConnectPlain opens a plain (not replication) connection to the source at
+// url, with the session settings of every source connection and a one-line
+// error naming what to fix when it fails.
+func ConnectPlain(ctx context.Context, url string) (*pgx.Conn, error) {
 	pcfg, err := parseSourceURL(url)
 	if err != nil {
 		return nil, err
@@ -89,11 +105,17 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 	if err != nil {
 		return nil, describeConnectError(pcfg, err, false)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	return conn, nil
+}
 
+// PreflightOn is Preflight on connections the caller opened to the source and
+// keeps: conn, a plain one, and the outcome of opening a replication
+// connection (replErr, nil when it opened), which tells whether the role may
+// stream. cfg must be valid (ConnConfig.Validate).
+func PreflightOn(ctx context.Context, conn *pgx.Conn, replErr error, cfg ConnConfig) (*PreflightResult, error) {
 	r := &PreflightResult{}
 	var superuser *bool
-	err = conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_database(), current_user,
+	err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_database(), current_user,
 			current_setting('wal_level'),
 			current_setting('max_prepared_transactions')::int,
 			current_setting('max_replication_slots')::int,
@@ -119,8 +141,7 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 	// Whether a replication connection works (the REPLICATION attribute or a
 	// managed service's replication role, pg_hba.conf, max_wal_senders) only a try
 	// tells.
-	rc, err := Connect(ctx, url)
-	if err != nil {
+	if err := replErr; err != nil {
 		if errors.Is(err, ErrNoReplicationRole) {
 			problem(fmt.Errorf("source: %w: role %q may not open replication connections: run ALTER ROLE %s REPLICATION; as a superuser",
 				ErrNoReplicationRole, r.User, quoteIdent(r.User)))
@@ -129,7 +150,6 @@ func Preflight(ctx context.Context, url string, cfg ConnConfig) (*PreflightResul
 		}
 	} else {
 		r.Replication = true
-		_ = rc.Close(ctx)
 	}
 
 	r.Slot, err = ReadSlot(ctx, conn, cfg.Slot)
