@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -842,6 +843,54 @@ func TestSinkPostgresBulkConnections(t *testing.T) {
 		t.Errorf("the index was built by session %q, the pool holds %q", got, pool)
 	}
 	wantQuery(t, pg, "2", "SELECT count(*) FROM pg_catalog.pg_index WHERE indrelid = 'public.bulk_conns'::regclass")
+}
+
+// TestSinkPostgresPreconnect: the connections Preconnect opens ahead are
+// the ones the metadata queries and the bulk loads then use: two loads at once
+// after Preconnect(2) open no session more.
+func TestSinkPostgresPreconnect(t *testing.T) {
+	ctx := t.Context()
+	pg, s := pgTarget(t, 15, postgres.Options{})
+	tb := sinktest.ItemsTable("public", "preconnected")
+	ensure(t, s, tb)
+	sessions := func() int {
+		n, err := strconv.Atoi(pg.QueryString(t, `SELECT count(*) FROM pg_catalog.pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_catalog.pg_backend_pid()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := sessions()
+	s.Preconnect(ctx, 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for sessions() != before+3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := sessions(); got != before+3 {
+		t.Fatalf("%d sessions after Preconnect(2), %d before: want the metadata one and two loaders", got, before)
+	}
+	if _, _, err := s.Seed(ctx, "preconnect_slot"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			_, errs[i] = s.CopyFrom(ctx, tb, strings.NewReader(fmt.Sprintf("%d\tx\t\\N\n", i+1)))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessions(); got != before+3 {
+		t.Errorf("%d sessions after a metadata query and two loads at once on the connections Preconnect(2) opened, %d before: want 3 more", got, before)
+	}
+	wantQuery(t, pg, "2", "SELECT count(*) FROM public.preconnected")
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSinkPostgresTakesBinary: the target takes COPY binary data only when

@@ -213,6 +213,8 @@ type Sink struct {
 	// ones: a snapshot of thousands of small tables opened one per table.
 	bulkMu   sync.Mutex
 	bulkIdle []*pgx.Conn
+	// warming counts the bulk connections Preconnect is opening.
+	warming sync.WaitGroup
 }
 
 // New connects to the target at url (a libpq URL or key=value string).
@@ -307,6 +309,7 @@ func (s *Sink) CanPrepare() bool { return s.canPrepare }
 // Close ends the sessions; an open transaction is rolled back by the server.
 func (s *Sink) Close(ctx context.Context) error {
 	_ = s.settle() // the goroutine of an outstanding commit uses the connection
+	s.warming.Wait()
 	var errs []error
 	if s.conn != nil {
 		errs = append(errs, s.conn.Close(ctx))
@@ -338,6 +341,7 @@ const maxBulkIdle = 16
 // build: an idle one of an earlier load, or a new one, whose sorts for key and
 // index builds get maintenance_work_mem = 256MB.
 func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
+	s.warming.Wait()
 	s.bulkMu.Lock()
 	for len(s.bulkIdle) > 0 {
 		c := s.bulkIdle[len(s.bulkIdle)-1]
@@ -348,6 +352,11 @@ func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
 		}
 	}
 	s.bulkMu.Unlock()
+	return s.connectBulk(ctx)
+}
+
+// connectBulk opens a connection for bulk loads and index builds.
+func (s *Sink) connectBulk(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -357,6 +366,36 @@ func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
 		return nil, classify(fmt.Errorf("sink/postgres: set maintenance_work_mem for loads and index builds: %w", err), true)
 	}
 	return conn, nil
+}
+
+// Preconnect opens, in the background, the metadata connection and bulk
+// more connections for bulk loads, which a session's later steps would each
+// open in turn (a connection costs a server process and an authentication:
+// 20-30 ms on a small machine). The first use of each waits for its dial;
+// one that failed is dialed again then, and that error is reported.
+func (s *Sink) Preconnect(ctx context.Context, bulk int) {
+	// Unlocked by the dialing goroutine: withMeta waits for it.
+	s.metaMu.Lock()
+	go func() {
+		defer s.metaMu.Unlock()
+		if s.meta == nil || s.meta.IsClosed() {
+			if conn, err := s.connect(ctx); err == nil {
+				s.meta = conn
+			}
+		}
+	}()
+	s.bulkMu.Lock()
+	bulk = min(bulk, maxBulkIdle-len(s.bulkIdle))
+	s.bulkMu.Unlock()
+	for range max(bulk, 0) {
+		s.warming.Go(func() {
+			conn, err := s.connectBulk(ctx)
+			if err != nil {
+				return
+			}
+			s.releaseBulk(ctx, conn, true)
+		})
+	}
 }
 
 // releaseBulk keeps conn for the next bulk load when its load ended well and
