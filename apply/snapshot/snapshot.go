@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgproto3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgrelay/pgrelay/schema"
@@ -101,9 +100,7 @@ func (c *Config) Validate() error {
 	if c.Slot == "" {
 		return errors.New("snapshot: no slot name")
 	}
-	if c.Workers <= 0 {
-		c.Workers = max(2, runtime.NumCPU())
-	}
+	c.Workers = WorkersFor(c.Workers)
 	if c.ChunkBytes <= 0 {
 		c.ChunkBytes = 64 << 20
 	}
@@ -113,12 +110,25 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// WorkersFor is how many workers a copy of Config.Workers = n runs at most:
+// n, or when n is 0 the number of CPUs, at least 2.
+func WorkersFor(n int) int {
+	if n > 0 {
+		return n
+	}
+	return max(2, runtime.NumCPU())
+}
+
 // Source is where the copy reads: the source URL, the exported snapshot and the
 // server major.
 type Source struct {
 	URL          string
 	SnapshotName string
 	Major        int
+	// Pool, when set, has the workers' connections (some opened
+	// beforehand); the caller closes it. Without it, each worker opens its
+	// own.
+	Pool *ConnPool
 }
 
 // Table is one table to copy.
@@ -194,6 +204,11 @@ type tableRun struct {
 // pending → copying → copied → indexed in the target's seed state. The
 // exporting replication connection must stay idle until Copy returns.
 func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Target, indexes schema.BatchIndexReader) (Result, error) {
+	pool := src.Pool
+	if pool == nil {
+		pool = NewConnPool(src.URL)
+		defer pool.Close(ctx)
+	}
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -232,12 +247,18 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 	imported.Add(workers)
 	for w := 0; w < workers; w++ {
 		g.Go(func() error {
-			conn, in, err := openSnapshot(gctx, src)
+			c, err := pool.Get(gctx)
+			if err == nil {
+				if err = c.Import(gctx, src.SnapshotName); err != nil {
+					c.Close(gctx)
+				}
+			}
 			imported.Done()
 			if err != nil {
 				return err
 			}
-			defer conn.Close(context.WithoutCancel(gctx))
+			defer c.Close(gctx)
+			conn, in := c.conn, c.in
 			for j := range queue {
 				if j.table.started.CompareAndSwap(false, true) && !j.table.Table.quick() {
 					t := j.table.Table.Table
@@ -372,35 +393,6 @@ func rangeBounds(pages, n, w int64) [][2]int64 {
 		from = to
 	}
 	return bounds
-}
-
-// openSnapshot opens a source connection whose transaction sees the exported
-// snapshot. Its frontend reads through in, a buffer of sourceReadBytes: the
-// frontend's own reads are of 8 kB, and a copy read 228 MB in 45,000 reads,
-// each a wait for the socket; with in, 16,000, and pgrelay's CPU for the copy
-// fell by a sixth.
-func openSnapshot(ctx context.Context, src Source) (conn *pgx.Conn, in *bufio.Reader, err error) {
-	cfg, err := source.ParseConnConfig(src.URL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot: parse the source URL: %w", err)
-	}
-	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
-		in = bufio.NewReaderSize(r, sourceReadBytes)
-		return pgproto3.NewFrontend(in, w)
-	}
-	conn, err = pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("snapshot: connect to source: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-		conn.Close(ctx)
-		return nil, nil, fmt.Errorf("snapshot: begin: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT "+quoteLiteral(src.SnapshotName)); err != nil {
-		conn.Close(ctx)
-		return nil, nil, fmt.Errorf("snapshot: import snapshot %s (the exporting slot connection must stay open and idle): %w", src.SnapshotName, err)
-	}
-	return conn, in, nil
 }
 
 // sourceReadBytes is the size of a snapshot connection's read buffer.
