@@ -62,6 +62,66 @@ func e2eNewestPairFrom15(t *testing.T, needs string) *e2eEnv {
 	return e2ePair(t, major)
 }
 
+// TestE2EMigrateConnections: a migrate opens each connection it needs once,
+// up front, and for its short checks uses those it holds. A connection costs
+// the server a process and an authentication (20-30 ms each on a small
+// machine); a fresh migrate of two tables with two copy workers opened eight
+// to each server, one after the other, and spent more than half a second on
+// them before the first row was copied. pg_stat_database.sessions counts the
+// plain sessions of each database (not replication ones).
+func TestE2EMigrateConnections(t *testing.T) {
+	e2eEachMajor(t, testE2EMigrateConnections)
+}
+
+func testE2EMigrateConnections(t *testing.T, major int) {
+	if major < 14 {
+		t.Skip("pg_stat_database.sessions is PostgreSQL 14+")
+	}
+	e := e2ePair(t, major)
+	e.extra = append(e.extra, "PGRELAY_COPY_WORKERS=2")
+	e.src.Exec(t, `CREATE TABLE cn_a (id int PRIMARY KEY, v text);
+		CREATE TABLE cn_b (id int PRIMARY KEY, v text);
+		INSERT INTO cn_a SELECT g, 'a' FROM generate_series(1, 1000) g;
+		INSERT INTO cn_b SELECT g, 'b' FROM generate_series(1, 1000) g`)
+	// Each harness query is a session of its own: two in a row tell how
+	// many a reading adds.
+	sessions := func(pg *harness.PG) int {
+		v, err := strconv.Atoi(pg.QueryString(t, "SELECT sessions FROM pg_catalog.pg_stat_database WHERE datname = pg_catalog.current_database()"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	idle := func(pg *harness.PG) {
+		deadline := time.Now().Add(time.Minute)
+		for pg.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()") != "0" {
+			if time.Now().After(deadline) {
+				t.Fatalf("sessions of database %s did not end", pg.DB)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	idle(e.src)
+	idle(e.tgt)
+	s0, t0 := sessions(e.src), sessions(e.tgt)
+	s1, t1 := sessions(e.src), sessions(e.tgt)
+	e.mustRun(3*time.Minute, "migrate")
+	idle(e.src)
+	idle(e.tgt)
+	s2, t2 := sessions(e.src), sessions(e.tgt)
+	src, tgt := s2-s1-(s1-s0), t2-t1-(t1-t0)
+	t.Logf("migrate opened %d plain sessions on the source, %d on the target", src, tgt)
+	// The source: the session's, and one per copy worker (the plan reads on
+	// one of them). The target: the apply and metadata connections, the one
+	// holding the slot's lock, and one per copy worker.
+	if src > 3 || tgt > 5 {
+		t.Errorf("migrate opened %d plain sessions on the source (want at most 3) and %d on the target (want at most 5)", src, tgt)
+	}
+	if n := e2eCompare(t, e); n != 2 {
+		t.Fatalf("compared %d tables, want 2", n)
+	}
+}
+
 // TestE2EMigrate: a snapshot of many types, then a catch-up migrate.
 func TestE2EMigrate(t *testing.T) {
 	e2eEachMajor(t, testE2EMigrate)

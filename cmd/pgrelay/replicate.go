@@ -221,28 +221,28 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	cfg, log := e.cfg, e.log
 	cc := cfg.sourceConn()
 	cc.ReplaceSlot = cfg.Snapshot == "always"
+	pcc := cc
+	if err := pcc.Validate(); err != nil {
+		return err
+	}
 	// The target first: a target pgrelay cannot reach must not leave a
 	// publication behind on the source.
-	tgt, err := openTarget(ctx, cfg)
+	conns, err := openSession(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer tgt.Close(context.WithoutCancel(ctx))
+	defer func() { conns.close(ctx) }()
+	tgt, srcConn := conns.tgt, conns.src
 	if pg, ok := tgt.(*postgres.Sink); ok {
 		e.mon.sink.Store(pg)
 	}
-	if err := checkTargetPrivileges(ctx, cfg); err != nil {
+	if err := checkTargetPrivileges(ctx, cfg, srcConn, conns.lock); err != nil {
 		return err
 	}
-	pre, err := source.Preflight(ctx, cfg.SourceURL, cc)
+	pre, err := source.PreflightOn(ctx, srcConn, conns.replErr, pcc)
 	if err != nil {
 		return err
 	}
-	srcConn, err := connectTo(ctx, "source", cfg.SourceURL)
-	if err != nil {
-		return err
-	}
-	defer srcConn.Close(context.WithoutCancel(ctx))
 	if pre.PublicationCreated {
 		log.Info("created publication", "publication", cfg.Publication)
 		if err := markPublication(ctx, srcConn, cfg.Publication); err != nil {
@@ -261,11 +261,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			"publication", cfg.Publication, "tables", strings.Join(pre.Keyless, ", "))
 	}
 
-	unlock, err := lockSlot(ctx, cfg.TargetURL, cfg.Slot, log)
-	if err != nil {
+	if err := lockSlot(ctx, conns.lock, cfg.Slot, log); err != nil {
 		return err
 	}
-	defer unlock()
 
 	if _, err := tgt.Setup(ctx, cfg.Slot); err != nil {
 		return err
@@ -293,8 +291,13 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			pg.LocateRelations(namer, log)
 		}
 	}
-	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn, progress: e.stderr}
+	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn,
+		tgtConn: conns.lock, repl: conns.takeRepl(), progress: e.stderr}
 	repl, syncLSN, err := sd.seed(ctx)
+	if repl == nil {
+		// Not taken for a new slot: the stream's.
+		repl, sd.repl = sd.repl, nil
+	}
 	if err != nil {
 		if repl != nil {
 			repl.Close(context.WithoutCancel(ctx))
@@ -598,28 +601,23 @@ func startWhenFree(ctx context.Context, repl *source.ReplConn, cfg *Config, star
 }
 
 // lockSlot makes this process the only pgrelay applying to the target for the
-// slot: a session advisory lock on the target, held until unlock. A second
-// instance waits here and takes over when the first one dies.
-func lockSlot(ctx context.Context, url, slot string, log *slog.Logger) (unlock func(), err error) {
-	conn, err := connectTo(ctx, "target", url)
-	if err != nil {
-		return nil, err
-	}
+// slot: a session advisory lock taken on conn, a plain target connection,
+// held until conn closes. A second instance waits here and takes over when
+// the first one dies.
+func lockSlot(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger) error {
 	key := "pgrelay:" + slot
 	var got bool
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext($1))", key).Scan(&got); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("target: lock slot %q: %w", slot, err)
+		return fmt.Errorf("target: lock slot %q: %w", slot, err)
 	}
 	if !got {
 		log.Warn("another pgrelay applies this slot to the target; waiting for it to stop", "slot", slot)
 		if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock(pg_catalog.hashtext($1))", key); err != nil {
-			conn.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("target: wait for slot %q lock: %w", slot, err)
+			return fmt.Errorf("target: wait for slot %q lock: %w", slot, err)
 		}
 		log.Info("took over the slot", "slot", slot)
 	}
-	return func() { conn.Close(context.WithoutCancel(ctx)) }, nil
+	return nil
 }
 
 func randomToken() string {
@@ -681,9 +679,9 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 // no longer grants it on public to everyone). The schemas are the
 // publication's, or those it would publish when pgrelay creates it. Source
 // trouble is left to preflight, which reports it better.
-func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
+func checkTargetPrivileges(ctx context.Context, cfg *Config, src, tgt *pgx.Conn) error {
 	var schemas []string
-	err := withSourceConn(ctx, cfg.SourceURL, func(c *pgx.Conn) error {
+	err := func(c *pgx.Conn) error {
 		var exists bool
 		if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
 			return err
@@ -713,14 +711,14 @@ func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
 		}
 		schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
-	})
+	}(src)
 	if err != nil {
 		// Preflight reports a source in trouble better; a locked table
 		// leaves the target's privileges to the first CREATE.
 		return nil
 	}
 	var problems []string
-	err = withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
+	err = func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, `SELECT x.s, n.oid IS NOT NULL,
 				CASE WHEN n.oid IS NULL THEN pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
 				     ELSE pg_catalog.has_schema_privilege(n.oid, 'CREATE') END,
@@ -745,7 +743,7 @@ func checkTargetPrivileges(ctx context.Context, cfg *Config) error {
 			return nil
 		})
 		return err
-	})
+	}(tgt)
 	if err != nil {
 		return fmt.Errorf("target: check the role's privileges: %w", err)
 	}

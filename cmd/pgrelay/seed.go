@@ -34,7 +34,21 @@ type seeder struct {
 	twoPhase bool
 	slot     source.SlotState
 	srcConn  *pgx.Conn
+	// tgtConn is a plain target connection for the seed's checks (the
+	// session's, which holds the slot's lock); nil: one is opened for each.
+	tgtConn *pgx.Conn
+	// repl is the session's replication connection, on which the slot is
+	// created; nil once createSlot took it, or when there was none.
+	repl     *source.ReplConn
 	progress io.Writer
+}
+
+// withTarget runs fn on the seed's target connection.
+func (s *seeder) withTarget(ctx context.Context, fn func(*pgx.Conn) error) error {
+	if s.tgtConn != nil {
+		return fn(s.tgtConn)
+	}
+	return withTargetConn(ctx, s.cfg.TargetURL, fn)
 }
 
 // tableSync is the snapshot a table's copy was redone under, later than the
@@ -137,12 +151,20 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 	if err != nil {
 		return nil, nil, err
 	}
+	// The copy's connections open while the slot is created.
+	n := min(snapshot.WorkersFor(s.cfg.CopyWorkers), max(len(published), 1))
+	pool := snapshot.NewConnPool(s.cfg.SourceURL)
+	defer pool.Close(ctx)
+	pool.Predial(ctx, n)
+	if pc, ok := s.tgt.(preconnecter); ok {
+		pc.Preconnect(ctx, n)
+	}
 	if err := s.checkTargetTables(ctx, published); err != nil {
 		return nil, nil, err
 	}
 	// The old slot's prepared transactions on the target would hold their
 	// tables' locks against the copy for ever.
-	if err := rollbackTargetPrepared(ctx, s.cfg.TargetURL, s.cfg.Slot, s.log); err != nil {
+	if err := s.withTarget(ctx, func(c *pgx.Conn) error { return rollbackTargetPreparedOn(ctx, c, s.cfg.Slot, s.log) }); err != nil {
 		return nil, nil, err
 	}
 	if s.slot.Exists {
@@ -158,14 +180,20 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 	if err := s.tgt.StartSeed(ctx, s.cfg.Slot, info.ConsistentPoint); err != nil {
 		return repl, nil, err
 	}
-	tables, _, err := s.plan(ctx, info.SnapshotName, nil, 0)
+	tables, _, err := s.plan(ctx, info.SnapshotName, nil, 0, pool)
 	if err != nil {
 		return repl, nil, err
 	}
-	if err := s.copy(ctx, info.SnapshotName, tables); err != nil {
+	if err := s.copy(ctx, info.SnapshotName, tables, pool); err != nil {
 		return repl, nil, err
 	}
 	return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, info.ConsistentPoint)
+}
+
+// preconnecter is a sink that opens its connections ahead of their use
+// (postgres.Sink.Preconnect).
+type preconnecter interface {
+	Preconnect(ctx context.Context, bulk int)
 }
 
 // redo finishes a copy that a crash interrupted: the tables not done are
@@ -208,7 +236,9 @@ func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	tables, snap, err := s.plan(ctx, info.Name, done, lockWait)
+	pool := snapshot.NewConnPool(s.cfg.SourceURL)
+	defer pool.Close(ctx)
+	tables, snap, err := s.plan(ctx, info.Name, done, lockWait, pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -220,16 +250,20 @@ func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]
 			return nil, nil, err
 		}
 	}
-	if err := s.copy(ctx, info.Name, tables); err != nil {
+	if err := s.copy(ctx, info.Name, tables, pool); err != nil {
 		return nil, nil, err
 	}
 	return nil, syncLSN, s.tgt.MarkSeeded(ctx, s.cfg.Slot, seed.ConsistentPoint)
 }
 
 func (s *seeder) createSlot(ctx context.Context, snap string) (*source.ReplConn, source.SlotInfo, error) {
-	repl, err := source.Connect(ctx, s.cfg.SourceURL)
-	if err != nil {
-		return nil, source.SlotInfo{}, err
+	repl := s.repl
+	s.repl = nil
+	if repl == nil {
+		var err error
+		if repl, err = source.Connect(ctx, s.cfg.SourceURL); err != nil {
+			return nil, source.SlotInfo{}, err
+		}
 	}
 	stopWatch := s.watchSlotCreation(ctx)
 	info, err := repl.CreateSlot(ctx, s.cfg.Slot, source.SlotOptions{TwoPhase: s.twoPhase, Snapshot: snap})
@@ -296,19 +330,31 @@ func (s *seeder) watchSlotCreation(ctx context.Context) func() {
 // also returns the snapshot's transaction ids (txid_current_snapshot()).
 // lockWait, when not 0, bounds the wait for a published table's lock (its
 // size is read): the error then satisfies source.IsLockTimeout.
-func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool, lockWait time.Duration) ([]snapshot.Table, source.TxidSnapshot, error) {
-	var snap source.TxidSnapshot
-	conn, err := connectTo(ctx, "source", s.cfg.SourceURL)
+//
+// It reads on a connection of pool, which it puts back for the copy.
+func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]bool, lockWait time.Duration, pool *snapshot.ConnPool) ([]snapshot.Table, source.TxidSnapshot, error) {
+	c, err := pool.Get(ctx)
 	if err != nil {
+		return nil, source.TxidSnapshot{}, err
+	}
+	tables, snap, err := s.planOn(ctx, c, snapshotName, skip, lockWait)
+	if err != nil {
+		c.Close(ctx)
 		return nil, snap, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+	pool.Put(c)
+	return tables, snap, nil
+}
+
+func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName string, skip map[string]bool, lockWait time.Duration) ([]snapshot.Table, source.TxidSnapshot, error) {
+	var snap source.TxidSnapshot
+	if err := c.Import(ctx, snapshotName); err != nil {
 		return nil, snap, err
 	}
-	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshotName+"'"); err != nil {
-		return nil, snap, fmt.Errorf("source: import snapshot %s: %w", snapshotName, err)
-	}
+	conn := c.Pgx()
+	// Its locks (a table's size is read under one) go with the transaction:
+	// a worker takes each table's when it copies it.
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") }()
 	if lockWait > 0 {
 		if _, err := conn.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockWait.Milliseconds())); err != nil {
 			return nil, snap, err
@@ -318,7 +364,8 @@ func (s *seeder) plan(ctx context.Context, snapshotName string, skip map[string]
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&snapText); err != nil {
 		return nil, snap, fmt.Errorf("source: read the transaction ids of snapshot %s: %w", snapshotName, err)
 	}
-	if snap, err = source.ParseTxidSnapshot(snapText); err != nil {
+	snap, err := source.ParseTxidSnapshot(snapText)
+	if err != nil {
 		return nil, snap, err
 	}
 	s.log.Info("reading the published tables' definitions", "publication", s.cfg.Publication)
@@ -419,7 +466,8 @@ func rowTypesFirst(tables []snapshot.Table) []int {
 	return order
 }
 
-func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table) error {
+// copy copies tables under the exported snapshot, on connections of pool.
+func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table, pool *snapshot.ConnPool) error {
 	scfg := snapshot.Config{Slot: s.cfg.Slot, Workers: s.cfg.CopyWorkers, Log: s.log,
 		SharedCores: onThisMachine(s.cfg.SourceURL) && onThisMachine(s.cfg.TargetURL)}
 	if f, ok := s.progress.(*os.File); ok && isTerminal(f) {
@@ -429,7 +477,7 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 	if r, ok := s.facts.(schema.BatchIndexReader); ok {
 		idx = r
 	}
-	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major}, tables, s.tgt, idx)
+	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major, Pool: pool}, tables, s.tgt, idx)
 	return err
 }
 
@@ -477,7 +525,7 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 	}
 	var occupied []string
 	var empty []source.PublishedName // existing, without rows: they must take the columns
-	err := withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+	err := s.withTarget(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n), x.s, x.n, c.relkind = 'p'
 			FROM unnest($1::text[], $2::text[]) AS x(s, n)
 			JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
@@ -581,7 +629,7 @@ func (s *seeder) checkTargetColumns(ctx context.Context, tables []source.Publish
 		return fmt.Errorf("source: read the published columns of the target's tables: %w", err)
 	}
 	have := map[source.PublishedName]map[string]bool{}
-	err = withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+	err = s.withTarget(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, `SELECT x.s, x.n, a.attname::text
 			FROM unnest($1::text[], $2::text[]) AS x(s, n)
 			JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(pg_catalog.format('%I.%I', x.s, x.n))
@@ -677,7 +725,7 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 		known[st.Schema+"."+st.Name] = true
 	}
 	knownOID := map[uint32]bool{}
-	err = withTargetConn(ctx, s.cfg.TargetURL, func(c *pgx.Conn) error {
+	err = s.withTarget(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, "SELECT schema, name, coalesce(relation_oid, 0) FROM pgrelay.relation WHERE slot = $1 OR slot IS NULL", s.cfg.Slot)
 		if err != nil {
 			return err

@@ -112,30 +112,33 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 // the target for slot (teardown, or the slot dropped to copy anew): their
 // source transactions will never be finished through that slot again.
 func rollbackTargetPrepared(ctx context.Context, url, slot string, log *slog.Logger) error {
+	return withTargetConn(ctx, url, func(c *pgx.Conn) error { return rollbackTargetPreparedOn(ctx, c, slot, log) })
+}
+
+// rollbackTargetPreparedOn is rollbackTargetPrepared on connection c.
+func rollbackTargetPreparedOn(ctx context.Context, c *pgx.Conn, slot string, log *slog.Logger) error {
 	prefix := apply.GIDPrefix(slot)
-	return withTargetConn(ctx, url, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT gid FROM pg_catalog.pg_prepared_xacts
-			WHERE database = pg_catalog.current_database() AND pg_catalog.left(gid, pg_catalog.length($1)) = $1`, prefix)
-		if err != nil {
-			return fmt.Errorf("target: list prepared transactions: %w", err)
+	rows, err := c.Query(ctx, `SELECT gid FROM pg_catalog.pg_prepared_xacts
+		WHERE database = pg_catalog.current_database() AND pg_catalog.left(gid, pg_catalog.length($1)) = $1`, prefix)
+	if err != nil {
+		return fmt.Errorf("target: list prepared transactions: %w", err)
+	}
+	gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("target: list prepared transactions: %w", err)
+	}
+	for _, gid := range gids {
+		if !apply.OwnGID(slot, gid) {
+			continue
 		}
-		gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("target: list prepared transactions: %w", err)
-		}
-		for _, gid := range gids {
-			if !apply.OwnGID(slot, gid) {
+		if _, err := c.Exec(ctx, "ROLLBACK PREPARED '"+gid+"'"); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42704" { // finished meanwhile
 				continue
 			}
-			if _, err := c.Exec(ctx, "ROLLBACK PREPARED '"+gid+"'"); err != nil {
-				var pgErr *pgconn.PgError
-				if errors.As(err, &pgErr) && pgErr.Code == "42704" { // finished meanwhile
-					continue
-				}
-				return fmt.Errorf("target: roll back prepared transaction %s of slot %q: %w; roll it back by hand with ROLLBACK PREPARED '%s'", gid, slot, err, gid)
-			}
-			log.Warn("rolled back a prepared transaction pgrelay had made on the target: its source transaction is not replicated through this slot any more", "gid", gid)
+			return fmt.Errorf("target: roll back prepared transaction %s of slot %q: %w; roll it back by hand with ROLLBACK PREPARED '%s'", gid, slot, err, gid)
 		}
-		return nil
-	})
+		log.Warn("rolled back a prepared transaction pgrelay had made on the target: its source transaction is not replicated through this slot any more", "gid", gid)
+	}
+	return nil
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/sink/postgres"
+	"github.com/pgrelay/pgrelay/source"
+)
+
+// sessionConns are the connections a session opens before anything else,
+// all at once: a new connection costs a server process, an authentication
+// and a round trip or two (20-30 ms each on a small machine), and a session
+// opened a dozen one after the other before its first row was copied.
+type sessionConns struct {
+	tgt  target
+	src  *pgx.Conn // the session's plain source connection
+	lock *pgx.Conn // plain target connection: the slot's lock, and checks
+	// repl is a replication connection to the source, or replErr why it did
+	// not open (preflight reports it); the session creates the slot on it
+	// and streams from it.
+	repl    *source.ReplConn
+	replErr error
+}
+
+// openSession opens the session's connections concurrently. A target it
+// cannot open is reported first, as the session always did, then a source
+// it cannot open.
+func openSession(ctx context.Context, cfg *Config) (*sessionConns, error) {
+	c := &sessionConns{}
+	var tgtErr, srcErr, lockErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tgt, err := openTarget(ctx, cfg)
+		if err != nil {
+			tgtErr = err
+			return
+		}
+		c.tgt = tgt
+		if pg, ok := tgt.(*postgres.Sink); ok {
+			pg.Preconnect(ctx, 0)
+		}
+	})
+	// Each is set only when it opened: a nil pointer in an interface is not
+	// nil.
+	wg.Go(func() {
+		if conn, err := connectTo(ctx, "target", cfg.TargetURL); err != nil {
+			lockErr = err
+		} else {
+			c.lock = conn
+		}
+	})
+	wg.Go(func() {
+		if conn, err := source.ConnectPlain(ctx, cfg.SourceURL); err != nil {
+			srcErr = err
+		} else {
+			c.src = conn
+		}
+	})
+	wg.Go(func() {
+		if conn, err := source.Connect(ctx, cfg.SourceURL); err != nil {
+			c.replErr = err
+		} else {
+			c.repl = conn
+		}
+	})
+	wg.Wait()
+	for _, err := range []error{tgtErr, lockErr, srcErr} {
+		if err != nil {
+			c.close(ctx)
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// takeRepl hands the replication connection over to the caller, who closes
+// it; nil when it did not open or was taken.
+func (c *sessionConns) takeRepl() *source.ReplConn {
+	r := c.repl
+	c.repl = nil
+	return r
+}
+
+// close closes what is still the session's.
+func (c *sessionConns) close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if c.tgt != nil {
+		_ = c.tgt.Close(ctx)
+	}
+	if c.src != nil {
+		_ = c.src.Close(ctx)
+	}
+	if c.lock != nil {
+		_ = c.lock.Close(ctx)
+	}
+	if c.repl != nil {
+		_ = c.repl.Close(ctx)
+	}
+}
