@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -22,24 +23,21 @@ CREATE TABLE IF NOT EXISTS pgrelay.schema_migrations (
 
 // ApplyPostgres brings the pgrelay metadata schema on a PostgreSQL target up to
 // date and returns the migrations it applied (none when already current). conn
-// must not be inside a transaction. Each version runs in its own transaction
-// together with its row in pgrelay.schema_migrations.
+// must not be inside a transaction. A target already current costs one query;
+// otherwise every pending version runs in one transaction, under the advisory
+// lock, each with its row in pgrelay.schema_migrations: a new target is set up
+// in about ten round trips and one commit instead of seven and one per version.
 func ApplyPostgres(ctx context.Context, conn *pgx.Conn) ([]Migration, error) {
 	ms, err := Postgres()
 	if err != nil {
 		return nil, err
 	}
-	var applied []Migration
-	for {
-		m, done, err := applyNextPostgres(ctx, conn, ms)
-		if err != nil {
-			return applied, err
-		}
-		if done {
-			return applied, nil
-		}
-		applied = append(applied, m)
+	// Unlocked: versions only grow, and the locked path below reads again. An
+	// error (a role that may not read the table) is left to that path too.
+	if v, err := PostgresVersion(ctx, conn); err == nil && v == len(ms) {
+		return nil, nil
 	}
+	return applyPendingPostgres(ctx, conn, ms)
 }
 
 // PostgresVersion returns the highest migration version applied on the target, 0
@@ -54,11 +52,11 @@ func PostgresVersion(ctx context.Context, conn *pgx.Conn) (int, error) {
 	return v, nil
 }
 
-// applyNextPostgres applies the first pending migration in one transaction.
-func applyNextPostgres(ctx context.Context, conn *pgx.Conn, ms []Migration) (m Migration, done bool, err error) {
+// applyPendingPostgres applies the pending migrations in one transaction.
+func applyPendingPostgres(ctx context.Context, conn *pgx.Conn, ms []Migration) (applied []Migration, err error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return m, false, fmt.Errorf("migrations: begin: %w", err)
+		return nil, fmt.Errorf("migrations: begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -66,36 +64,34 @@ func applyNextPostgres(ctx context.Context, conn *pgx.Conn, ms []Migration) (m M
 		}
 	}()
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", PostgresLockKey); err != nil {
-		return m, false, fmt.Errorf("migrations: take advisory lock: %w", err)
+		return nil, fmt.Errorf("migrations: take advisory lock: %w", err)
 	}
 	if err := execScript(ctx, tx, postgresBootstrap); err != nil {
-		return m, false, fmt.Errorf("migrations: create pgrelay.schema_migrations: %w", err)
+		return nil, fmt.Errorf("migrations: create pgrelay.schema_migrations: %w", err)
 	}
 	var current int
 	if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM pgrelay.schema_migrations").Scan(&current); err != nil {
-		return m, false, fmt.Errorf("migrations: read applied version: %w", err)
+		return nil, fmt.Errorf("migrations: read applied version: %w", err)
 	}
 	if current > len(ms) {
-		return m, false, fmt.Errorf("migrations: target metadata is at version %d but this pgrelay knows only %d: upgrade pgrelay", current, len(ms))
+		return nil, fmt.Errorf("migrations: target metadata is at version %d but this pgrelay knows only %d: upgrade pgrelay", current, len(ms))
 	}
-	if current == len(ms) {
-		if err := tx.Commit(ctx); err != nil {
-			return m, false, fmt.Errorf("migrations: commit: %w", err)
+	for _, m := range ms[current:] {
+		// The version's row goes in the same round trip as its script.
+		script := fmt.Sprintf("%s\n;\nINSERT INTO pgrelay.schema_migrations (version, name) VALUES (%d, %s)", m.SQL, m.Version, quoteLiteral(m.Name))
+		if err := execScript(ctx, tx, script); err != nil {
+			return nil, fmt.Errorf("migrations: apply postgres/%04d_%s.sql: %w", m.Version, m.Name, err)
 		}
-		return m, true, nil
-	}
-	m = ms[current]
-	if err := execScript(ctx, tx, m.SQL); err != nil {
-		return m, false, fmt.Errorf("migrations: apply postgres/%04d_%s.sql: %w", m.Version, m.Name, err)
-	}
-	if _, err := tx.Exec(ctx, "INSERT INTO pgrelay.schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-		return m, false, fmt.Errorf("migrations: record version %d: %w", m.Version, err)
+		applied = append(applied, m)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return m, false, fmt.Errorf("migrations: commit version %d: %w", m.Version, err)
+		return nil, fmt.Errorf("migrations: commit: %w", err)
 	}
-	return m, false, nil
+	return applied, nil
 }
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // execScript runs a multi-statement script with the simple query protocol.
 func execScript(ctx context.Context, tx pgx.Tx, script string) error {
