@@ -856,17 +856,27 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
 		return err
 	}
-	if factsMatch || prev == nil || a.fills == nil {
+	if factsMatch || a.fills == nil {
 		return nil
 	}
 	// Columns the transaction added: their fill value (what older rows hold)
 	// is in the source catalog only after COMMIT PREPARED, so the target
 	// added them empty; the target fills them when it commits the transaction.
+	// They are those the committed catalog lacks (Attnum 0). Without an
+	// earlier Relation message in this session (a restart that resumed past
+	// an earlier prepared transaction of the table sends none before this
+	// one), that is all there is to go by; a table the committed catalog
+	// does not know at all is new, and has no older rows.
 	var added []string
+	known := false
 	for _, c := range t.Columns {
-		if c.Attnum == 0 && prev.Column(c.Name) == nil {
+		if c.Attnum == 0 && (prev == nil || prev.Column(c.Name) == nil) {
 			added = append(added, c.Name)
 		}
+		known = known || c.Attnum != 0
+	}
+	if prev == nil && !known {
+		return nil
 	}
 	if len(added) == 0 {
 		return nil

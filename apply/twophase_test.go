@@ -264,6 +264,26 @@ func TestPreparedRelationDefersFill(t *testing.T) {
 	h.noProblems()
 }
 
+// After a restart the first Relation message of a table may come inside a
+// prepared transaction that added a column (the slot resumed past an earlier
+// prepared transaction of the table, whose messages are not sent again): the
+// column the committed catalog lacks is still filled at commit. A table the
+// committed catalog does not know at all is new: nothing to fill.
+func TestPreparedRelationDefersFillFirstInSession(t *testing.T) {
+	f := &waitFacts{}
+	cfg := testConfig(t)
+	cfg.TwoPhase = true
+	s := applytest.New(0)
+	h := newHarnessFacts(t, cfg, s, f)
+	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v", "added"), ins(1, "80", "q", "r"), prepare(8, 0x300))
+	h.feed(0x3f0, beginPrepare(9, 0x400), rel(2, "v"), prepare(9, 0x400))
+	h.expect("setup s1", "prepared-gids pgrelay_s1_",
+		"begin", "ensure public.t1(id integer*,v text,added text) prev=nil", "defer-fill pgrelay_s1_8 public.t1 added",
+		"insert public.t1 (80,q,r)", "prepare pgrelay_s1_8 0/308",
+		"begin", "ensure public.t2(id integer*,v text) prev=nil", "prepare pgrelay_s1_9 0/408")
+	h.noProblems()
+}
+
 // A prepared transaction whose body fails to apply is left out when the
 // source says it was rolled back (its body may have arrived incomplete), and
 // stops apply otherwise.

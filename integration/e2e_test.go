@@ -1531,8 +1531,21 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	e2eSync(t, e, p, time.Minute)
 	e2eCompare(t, e)
 
-	// Killed between PREPARE and COMMIT PREPARED.
+	// Killed between PREPARE and COMMIT PREPARED, once the slot has passed
+	// the PREPARE: the next session's stream starts after it and sends only
+	// the COMMIT PREPARED, so its first Relation message of pa comes inside
+	// pa3, which must still fill the column pa3 adds (it did not: a flake).
+	// pgrelay acknowledges the ends of transactions: the first after before
+	// is pa2's PREPARE.
+	before := e2eLSN(t, "WAL position", e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text"))
 	prepare("pa2", "ALTER TABLE pa ADD COLUMN e numeric DEFAULT 1.50", "DELETE FROM pa WHERE id = 2")
+	deadline := time.Now().Add(time.Minute)
+	for e2eConfirmed(t, e) <= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot's confirmed_flush_lsn %s did not pass the PREPARE after %s", e2eConfirmed(t, e), before)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	p.kill()
 	e.src.Exec(t, "COMMIT PREPARED 'pa2'")
 	p = e.start("replicate")
