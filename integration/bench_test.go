@@ -291,6 +291,16 @@ func benchTicks(s string) int64 {
 	return n
 }
 
+// benchQuiesce writes the machine's dirty pages out before a contender
+// starts, so that none pays for the writes of what ran before it: the first
+// one ran right after pgbench -i and a CHECKPOINT (the source's 300 MB of
+// heap and WAL), each later one after the previous contender's load.
+func benchQuiesce(b *testing.B) {
+	b.Helper()
+	syscall.Sync()
+	time.Sleep(200 * time.Millisecond)
+}
+
 // benchPgbenchInit fills pg with pgbench's tables at scale.
 func benchPgbenchInit(b *testing.B, pg *harness.PG, scale int) {
 	b.Helper()
@@ -560,6 +570,7 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	wantPKs := pkCount(src)
 
 	// (1) pgrelay migrate into an empty database: slot, copy, indexes, catch up.
+	benchQuiesce(b)
 	srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, relayTgt)
 	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, fmt.Sprintf("bench_snap_%d", iter), "auto"), "snapshot", bin, "migrate")
 	time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
@@ -578,6 +589,7 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	// (2) Native initial table sync into tables created by pg_dump -s.
 	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(nativeTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
+	benchQuiesce(b)
 	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
 	start := time.Now()
 	nativeTgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (copy_data = true, slot_name = 'bench_native_sync_%d')",
@@ -594,6 +606,7 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	b.Logf("native initial sync: %v", r.native.Round(time.Millisecond))
 
 	// (3) pg_dump | psql: schema and data into an empty database.
+	benchQuiesce(b)
 	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, dumpTgt)
 	r.dumpRestore = benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(dumpTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
