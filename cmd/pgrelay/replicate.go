@@ -418,6 +418,7 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	e.mon.stream.Store(st)
 	e.mon.streamOK.Store(true)
 	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
+	defer streamProcs(cfg, os.LookupEnv, log)()
 
 	var target source.LSN
 	if migrate {
