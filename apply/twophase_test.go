@@ -237,16 +237,22 @@ func (f *waitFacts) WaitCommitted(_ context.Context, xid uint32) error {
 	return nil
 }
 
+// preparedFactsHarness applies two-phase to a fake sink, with waitFacts as
+// the source catalog.
+func preparedFactsHarness(t *testing.T) (*harness, *waitFacts) {
+	t.Helper()
+	f := &waitFacts{}
+	cfg := testConfig(t)
+	cfg.TwoPhase = true
+	return newHarnessFacts(t, cfg, applytest.New(0), f), f
+}
+
 // A prepared transaction's Relation message never waits for the
 // transaction's commit, which cannot come before COMMIT PREPARED. A column it
 // adds that the committed catalog lacks (DDL of the transaction itself) is
 // added empty, and the sink is told to fill its older rows at commit.
 func TestPreparedRelationDefersFill(t *testing.T) {
-	f := &waitFacts{}
-	cfg := testConfig(t)
-	cfg.TwoPhase = true
-	s := applytest.New(0)
-	h := newHarnessFacts(t, cfg, s, f)
+	h, f := preparedFactsHarness(t)
 	h.feed(0x1f0, beginPrepare(7, 0x200), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
 	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v", "added"), ins(1, "80", "q", "r"), prepare(8, 0x300))
 	if len(f.waits) != 0 {
@@ -270,11 +276,7 @@ func TestPreparedRelationDefersFill(t *testing.T) {
 // column the committed catalog lacks is still filled at commit. A table the
 // committed catalog does not know at all is new: nothing to fill.
 func TestPreparedRelationDefersFillFirstInSession(t *testing.T) {
-	f := &waitFacts{}
-	cfg := testConfig(t)
-	cfg.TwoPhase = true
-	s := applytest.New(0)
-	h := newHarnessFacts(t, cfg, s, f)
+	h, _ := preparedFactsHarness(t)
 	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v", "added"), ins(1, "80", "q", "r"), prepare(8, 0x300))
 	h.feed(0x3f0, beginPrepare(9, 0x400), rel(2, "v"), prepare(9, 0x400))
 	h.expect("setup s1", "prepared-gids pgrelay_s1_",

@@ -65,8 +65,8 @@ func e2eNewestPairFrom15(t *testing.T, needs string) *e2eEnv {
 // TestE2EMigrateConnections: a migrate opens each connection it needs once,
 // up front, and for its short checks uses those it holds. A connection costs
 // the server a process and an authentication (20-30 ms each on a small
-// machine); a fresh migrate of two tables with two copy workers opened eight
-// to each server, one after the other, and spent more than half a second on
+// machine); a fresh migrate of two tables with two copy workers opened six
+// to the source and eight to the target, one after the other, and spent more than half a second on
 // them before the first row was copied. pg_stat_database.sessions counts the
 // plain sessions of each database (not replication ones).
 func TestE2EMigrateConnections(t *testing.T) {

@@ -221,6 +221,8 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	cfg, log := e.cfg, e.log
 	cc := cfg.sourceConn()
 	cc.ReplaceSlot = cfg.Snapshot == "always"
+	// Preflight checks a validated copy (Validate fills in defaults); cc
+	// stays as configured for the stream's options.
 	pcc := cc
 	if err := pcc.Validate(); err != nil {
 		return err

@@ -368,8 +368,8 @@ func (s *Sink) connectBulk(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// Preconnect opens, in the background, the metadata connection and bulk
-// more connections for bulk loads, which a session's later steps would each
+// Preconnect opens, in the background, the metadata connection and up to
+// bulk connections for bulk loads, which a session's later steps would each
 // open in turn (a connection costs a server process and an authentication:
 // 20-30 ms on a small machine). The first use of each waits for its dial;
 // one that failed is dialed again then, and that error is reported.
