@@ -38,8 +38,15 @@ import (
 	"github.com/pgrelay/pgrelay/integration/harness"
 )
 
-// benchMajor is the PostgreSQL major of every server in these benchmarks.
+// benchMajor is the PostgreSQL major of the sources in these benchmarks and
+// of BenchmarkDrain's targets: the client tools here (pg_dump, pgbench,
+// pg_recvlogical) are PostgreSQL 15's, and pg_dump refuses newer servers.
 const benchMajor = 15
+
+// BenchmarkSnapshot copies into targets of each major in
+// PGRELAY_BENCH_TARGET_MAJORS, default benchSnapshotTargets: the same major
+// as the source, and a migration to the newest major.
+const benchSnapshotTargets = "15,18"
 
 // The pgbench loads: BenchmarkDrain's backlog is benchDrainTx TPC-B
 // transactions on a scale-benchDrainScale database; BenchmarkSnapshot copies a
@@ -499,9 +506,21 @@ type benchSnapshotResult struct {
 
 func BenchmarkSnapshot(b *testing.B) {
 	bin := e2eBinary(b)
+	targets, err := harness.MajorsFrom("PGRELAY_BENCH_TARGET_MAJORS", benchSnapshotTargets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tgt := range targets {
+		b.Run(fmt.Sprintf("%dto%d", benchMajor, tgt), func(b *testing.B) { benchSnapshot(b, bin, tgt) })
+	}
+}
+
+// benchSnapshot runs b.N copies of a PostgreSQL benchMajor source into
+// targets of major tgt and reports them.
+func benchSnapshot(b *testing.B, bin string, tgt int) {
 	var runs []benchSnapshotResult
 	for i := 0; i < b.N; i++ {
-		runs = append(runs, benchSnapshotOnce(b, bin, i))
+		runs = append(runs, benchSnapshotOnce(b, bin, i, tgt))
 	}
 	var relay, native, dump, cpu time.Duration
 	var rss, data int64
@@ -529,8 +548,8 @@ func BenchmarkSnapshot(b *testing.B) {
 
 	last := runs[len(runs)-1]
 	var t strings.Builder
-	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d, %.0f MB of table data (heap and TOAST, without indexes), PostgreSQL %d source and targets on one %d-core machine; every copy ends with the tables' primary keys built.\n\n",
-		benchSnapshotScale, benchMB(last.dataBytes), benchMajor, benchCPUs())
+	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d, %.0f MB of table data (heap and TOAST, without indexes), a PostgreSQL %d source and PostgreSQL %d targets on one %d-core machine; every copy ends with the tables' primary keys built.\n\n",
+		benchSnapshotScale, benchMB(last.dataBytes), benchMajor, tgt, benchCPUs())
 	t.WriteString("| copy | seconds | MB/s | pgrelay is | source CPU s | target CPU s |\n|---|---:|---:|---:|---:|---:|\n")
 	row := func(name string, d time.Duration, cpu [2]time.Duration) {
 		fmt.Fprintf(&t, "| %s | %.1f | %.0f | %.2f× | %.1f | %.1f |\n", name, d.Seconds(), benchMB(last.dataBytes)/d.Seconds(), d.Seconds()/last.pgrelay.wall.Seconds(), cpu[0].Seconds(), cpu[1].Seconds())
@@ -542,7 +561,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	fmt.Print(t.String())
 }
 
-func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
+func benchSnapshotOnce(b *testing.B, bin string, iter, tgt int) benchSnapshotResult {
 	b.Helper()
 	var r benchSnapshotResult
 	// No autovacuum: a worker that started at a random moment (on the
@@ -551,9 +570,9 @@ func benchSnapshotOnce(b *testing.B, bin string, iter int) benchSnapshotResult {
 	// gave pgrelay 1.74-2.35 s, eight without 1.67-2.04 s.
 	av := harness.WithSetting("autovacuum", "off")
 	src := harness.Postgres(b, benchMajor, av)
-	relayTgt := harness.Postgres(b, benchMajor, av)
-	nativeTgt := harness.Postgres(b, benchMajor, av)
-	dumpTgt := harness.Postgres(b, benchMajor, av)
+	relayTgt := harness.Postgres(b, tgt, av)
+	nativeTgt := harness.Postgres(b, tgt, av)
+	dumpTgt := harness.Postgres(b, tgt, av)
 	benchPgbenchInit(b, src, benchSnapshotScale)
 	src.Exec(b, "CREATE PUBLICATION "+benchPublication+" FOR ALL TABLES")
 	src.Exec(b, "CHECKPOINT")

@@ -68,9 +68,20 @@ func Majors() []int {
 	return majors
 }
 
+// MajorsFrom parses the comma list of PostgreSQL major versions in the
+// environment variable name, def when it is unset or empty; an error names the
+// variable and the entry that is not a major version.
+func MajorsFrom(name, def string) ([]int, error) {
+	return parseMajorList(name, os.Getenv(name), def)
+}
+
 func parseMajors(list string) ([]int, error) {
+	return parseMajorList("PGRELAY_TEST_MAJORS", list, defaultMajors)
+}
+
+func parseMajorList(name, list, def string) ([]int, error) {
 	if strings.TrimSpace(list) == "" {
-		list = defaultMajors
+		list = def
 	}
 	var majors []int
 	for _, field := range strings.Split(list, ",") {
@@ -80,14 +91,14 @@ func parseMajors(list string) ([]int, error) {
 		}
 		major, err := strconv.Atoi(field)
 		if err != nil || major < 10 || major > 99 {
-			return nil, fmt.Errorf("PGRELAY_TEST_MAJORS=%q: %q is not a PostgreSQL major version; use a comma list such as 15,18", list, field)
+			return nil, fmt.Errorf("%s=%q: %q is not a PostgreSQL major version; use a comma list such as 15,18", name, list, field)
 		}
 		if !slices.Contains(majors, major) {
 			majors = append(majors, major)
 		}
 	}
 	if len(majors) == 0 {
-		return nil, fmt.Errorf("PGRELAY_TEST_MAJORS=%q names no major version; use a comma list such as 15,18", list)
+		return nil, fmt.Errorf("%s=%q names no major version; use a comma list such as 15,18", name, list)
 	}
 	return majors, nil
 }

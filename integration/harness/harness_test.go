@@ -48,6 +48,21 @@ func TestParseMajors(t *testing.T) {
 	}
 }
 
+func TestMajorsFrom(t *testing.T) {
+	t.Setenv("PGRELAY_BENCH_TARGET_MAJORS", "")
+	if got, err := MajorsFrom("PGRELAY_BENCH_TARGET_MAJORS", "15,18"); err != nil || !slices.Equal(got, []int{15, 18}) {
+		t.Errorf("unset: MajorsFrom = %v, %v; want the default [15 18]", got, err)
+	}
+	t.Setenv("PGRELAY_BENCH_TARGET_MAJORS", "17")
+	if got, err := MajorsFrom("PGRELAY_BENCH_TARGET_MAJORS", "15,18"); err != nil || !slices.Equal(got, []int{17}) {
+		t.Errorf("17: MajorsFrom = %v, %v; want [17]", got, err)
+	}
+	t.Setenv("PGRELAY_BENCH_TARGET_MAJORS", "18,pg")
+	if got, err := MajorsFrom("PGRELAY_BENCH_TARGET_MAJORS", "15,18"); err == nil || !strings.Contains(err.Error(), "PGRELAY_BENCH_TARGET_MAJORS") || !strings.Contains(err.Error(), `"pg"`) {
+		t.Errorf("18,pg: MajorsFrom = %v, %v; want an error naming the variable and the entry", got, err)
+	}
+}
+
 func TestDBName(t *testing.T) {
 	t.Run("Mixed/Case Sub-test with spaces & ünïcode", func(t *testing.T) {
 		a, b := dbName(t, 63), dbName(t, 63)
