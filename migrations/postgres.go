@@ -3,9 +3,10 @@ package migrations
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // PostgresLockKey is the pg_advisory_xact_lock key every migration transaction
@@ -78,7 +79,7 @@ func applyPendingPostgres(ctx context.Context, conn *pgx.Conn, ms []Migration) (
 	}
 	for _, m := range ms[current:] {
 		// The version's row goes in the same round trip as its script.
-		script := fmt.Sprintf("%s\n;\nINSERT INTO pgrelay.schema_migrations (version, name) VALUES (%d, %s)", m.SQL, m.Version, quoteLiteral(m.Name))
+		script := fmt.Sprintf("%s\n;\nINSERT INTO pgrelay.schema_migrations (version, name) VALUES (%d, %s)", m.SQL, m.Version, pgquote.Literal(m.Name))
 		if err := execScript(ctx, tx, script); err != nil {
 			return nil, fmt.Errorf("migrations: apply postgres/%04d_%s.sql: %w", m.Version, m.Name, err)
 		}
@@ -89,9 +90,6 @@ func applyPendingPostgres(ctx context.Context, conn *pgx.Conn, ms []Migration) (
 	}
 	return applied, nil
 }
-
-// quoteLiteral quotes s as an SQL string literal.
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // execScript runs a multi-statement script with the simple query protocol.
 func execScript(ctx context.Context, tx pgx.Tx, script string) error {

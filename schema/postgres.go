@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // ErrVolatileDefault is wrapped by AlterTable when a column added on the source
@@ -106,21 +108,21 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		case CategoryEnum:
 			labels := make([]string, len(typ.EnumLabels))
 			for i, l := range typ.EnumLabels {
-				labels[i] = quoteLiteral(l)
+				labels[i] = pgquote.Literal(l)
 			}
 			create = "CREATE TYPE " + name + " AS ENUM (" + strings.Join(labels, ", ") + ");"
 			orElse = `		FOREACH label IN ARRAY ARRAY[` + strings.Join(labels, ", ") + `]::pg_catalog.text[] LOOP
-			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND enumlabel = label) THEN
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_enum WHERE enumtypid = ` + pgquote.Literal(name) + `::pg_catalog.regtype AND enumlabel = label) THEN
 				IF prev IS NULL THEN
 					-- First in the source's order: before the target's first label.
-					SELECT enumlabel INTO first FROM pg_catalog.pg_enum WHERE enumtypid = ` + quoteLiteral(name) + `::pg_catalog.regtype ORDER BY enumsortorder LIMIT 1;
+					SELECT enumlabel INTO first FROM pg_catalog.pg_enum WHERE enumtypid = ` + pgquote.Literal(name) + `::pg_catalog.regtype ORDER BY enumsortorder LIMIT 1;
 					IF first IS NULL THEN
-						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', ` + quoteLiteral(name) + `, label);
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L', ` + pgquote.Literal(name) + `, label);
 					ELSE
-						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L BEFORE %L', ` + quoteLiteral(name) + `, label, first);
+						EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L BEFORE %L', ` + pgquote.Literal(name) + `, label, first);
 					END IF;
 				ELSE
-					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', ` + quoteLiteral(name) + `, label, prev);
+					EXECUTE pg_catalog.format('ALTER TYPE %s ADD VALUE %L AFTER %L', ` + pgquote.Literal(name) + `, label, prev);
 				END IF;
 			END IF;
 			prev := label;
@@ -145,20 +147,20 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			// rows come from the source), others are dropped.
 			checks := make([]string, len(typ.DomainChecks))
 			for i, c := range typ.DomainChecks {
-				checks[i] = quoteLiteral(c)
+				checks[i] = pgquote.Literal(c)
 			}
 			list := "ARRAY[" + strings.Join(checks, ", ") + "]::pg_catalog.text[]"
 			def := `'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '')`
 			orElse = `		FOR r IN SELECT c.conname, ` + def + ` AS def
-			FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c' LOOP
+			FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + pgquote.Literal(name) + `::pg_catalog.regtype AND c.contype = 'c' LOOP
 			IF NOT (r.def = ANY (` + list + `)) THEN
-				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', ` + quoteLiteral(name) + `, r.conname);
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s DROP CONSTRAINT %I', ` + pgquote.Literal(name) + `, r.conname);
 			END IF;
 		END LOOP;
 		FOREACH label IN ARRAY ` + list + ` LOOP
-			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND c.contype = 'c'
+			IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.contypid = ` + pgquote.Literal(name) + `::pg_catalog.regtype AND c.contype = 'c'
 				AND ` + def + ` = label) THEN
-				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', ` + quoteLiteral(name) + `, label);
+				EXECUTE pg_catalog.format('ALTER DOMAIN %s ADD %s NOT VALID', ` + pgquote.Literal(name) + `, label);
 			END IF;
 		END LOOP;
 `
@@ -166,7 +168,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			attrs := d.compositeAttrs(typ)
 			names := make([]string, len(typ.Attributes))
 			for i, a := range typ.Attributes {
-				names[i] = quoteLiteral(a.Name)
+				names[i] = pgquote.Literal(a.Name)
 			}
 			create = "CREATE TYPE " + name + " AS (" + strings.Join(attrs, ", ") + ");"
 			// An existing composite takes the source's attributes: ADD and
@@ -175,15 +177,15 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			var add strings.Builder
 			for i := range typ.Attributes {
 				add.WriteString(`		IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
-			WHERE t.oid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND a.attname = ` + names[i] + ` AND a.attnum > 0 AND NOT a.attisdropped) THEN
-			EXECUTE pg_catalog.format('ALTER TYPE %s ADD ATTRIBUTE %s', ` + quoteLiteral(name) + `, ` + quoteLiteral(attrs[i]) + `);
+			WHERE t.oid = ` + pgquote.Literal(name) + `::pg_catalog.regtype AND a.attname = ` + names[i] + ` AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			EXECUTE pg_catalog.format('ALTER TYPE %s ADD ATTRIBUTE %s', ` + pgquote.Literal(name) + `, ` + pgquote.Literal(attrs[i]) + `);
 		END IF;
 `)
 			}
 			orElse = `		FOR r IN SELECT a.attname::pg_catalog.text AS attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON a.attrelid = t.typrelid
-			WHERE t.oid = ` + quoteLiteral(name) + `::pg_catalog.regtype AND a.attnum > 0 AND NOT a.attisdropped
+			WHERE t.oid = ` + pgquote.Literal(name) + `::pg_catalog.regtype AND a.attnum > 0 AND NOT a.attisdropped
 			AND a.attname::pg_catalog.text <> ALL (ARRAY[` + strings.Join(names, ", ") + `]::pg_catalog.text[]) LOOP
-			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', ` + quoteLiteral(name) + `, r.attname);
+			EXECUTE pg_catalog.format('ALTER TYPE %s DROP ATTRIBUTE %I', ` + pgquote.Literal(name) + `, r.attname);
 		END LOOP;
 ` + add.String()
 		case CategoryRange:
@@ -223,18 +225,6 @@ func doBlock(body string) string {
 		tag = fmt.Sprintf("$pgrelay%d$", i)
 	}
 	return "DO " + tag + "\n" + body + "\n" + tag
-}
-
-// quoteLiteral quotes a string literal, correct whatever
-// standard_conforming_strings says: a string with backslashes becomes an E-prefixed
-// literal with them doubled.
-func quoteLiteral(s string) string {
-	s = strings.ReplaceAll(s, "\x00", "")
-	s = strings.ReplaceAll(s, "'", "''")
-	if strings.Contains(s, `\`) {
-		return `E'` + strings.ReplaceAll(s, `\`, `\\`) + `'`
-	}
-	return "'" + s + "'"
 }
 
 // targetDefault is the default the target column carries, for the target's
@@ -372,7 +362,7 @@ func (d PostgresDialect) compositeAttrs(typ *Type) []string {
 // exists on the target.
 func noSuchType(typ *Type) string {
 	return "NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = " +
-		quoteLiteral(typ.Namespace) + " AND t.typname = " + quoteLiteral(typ.Name) + ")"
+		pgquote.Literal(typ.Namespace) + " AND t.typname = " + pgquote.Literal(typ.Name) + ")"
 }
 
 // MoveTable implements Dialect: SET SCHEMA first, then RENAME.
@@ -430,9 +420,9 @@ func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
 		stmts = append(stmts, doBlock(`DECLARE
 	pk pg_catalog.name;
 BEGIN
-	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+quoteLiteral(table)+`::pg_catalog.regclass AND contype = 'p';
+	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p';
 	IF pk IS NOT NULL THEN
-		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', `+quoteLiteral(table)+`, pk);
+		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', `+pgquote.Literal(table)+`, pk);
 	END IF;
 END`))
 	}
@@ -685,7 +675,7 @@ func (d PostgresDialect) RenameEnumLabels(typ *Type, target []string) ([]string,
 	}
 	name := d.EnumName(typ)
 	rename := func(from, to string) string {
-		return "ALTER TYPE " + name + " RENAME VALUE " + quoteLiteral(from) + " TO " + quoteLiteral(to)
+		return "ALTER TYPE " + name + " RENAME VALUE " + pgquote.Literal(from) + " TO " + pgquote.Literal(to)
 	}
 	taken := map[string]bool{}
 	for _, l := range target {
@@ -773,7 +763,7 @@ func EnumRenames(target, source []string) ([]EnumRename, error) {
 		default:
 			where := "at the start"
 			if prevT > 0 {
-				where = "after " + quoteLiteral(target[prevT-1])
+				where = "after " + pgquote.Literal(target[prevT-1])
 			}
 			return nil, fmt.Errorf("labels renamed and labels added %s on the source cannot be told apart: the target has %s where the source has %s; "+
 				"rename the target's labels to the source's names (ALTER TYPE … RENAME VALUE) and start pgrelay again",
@@ -820,7 +810,7 @@ func commonSubsequence(a, b []string) (ai, bi []int) {
 func quoteList(labels []string) string {
 	q := make([]string, len(labels))
 	for i, l := range labels {
-		q[i] = quoteLiteral(l)
+		q[i] = pgquote.Literal(l)
 	}
 	return strings.Join(q, ", ")
 }

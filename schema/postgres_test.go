@@ -374,20 +374,6 @@ func TestPostgresQuoteIdent(t *testing.T) {
 	}
 }
 
-func TestPostgresQuoteLiteral(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":    `'plain'`,
-		"it's":     `'it''s'`,
-		`back\sl`:  `E'back\\sl'`,
-		`it's \ x`: `E'it''s \\ x'`,
-		"a\x00b":   `'ab'`,
-	} {
-		if got := quoteLiteral(in); got != want {
-			t.Errorf("quoteLiteral(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestPostgresAlterVolatileDefaultError(t *testing.T) {
 	prev := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)))
 	next := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)),

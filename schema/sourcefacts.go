@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -735,7 +736,7 @@ func forEachIndexDef(rows pgx.Rows, fn func(t QualifiedName, def string)) error 
 func constraintDef(schema, table, name, def string) string {
 	qtable := pgx.Identifier{schema, table}.Sanitize()
 	return doBlock(`BEGIN
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = ` + quoteLiteral(qtable) + `::pg_catalog.regclass AND conname = ` + quoteLiteral(name) + `) THEN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = ` + pgquote.Literal(qtable) + `::pg_catalog.regclass AND conname = ` + pgquote.Literal(name) + `) THEN
 		ALTER TABLE ` + qtable + ` ADD CONSTRAINT ` + pgx.Identifier{name}.Sanitize() + ` ` + def + `;
 	END IF;
 END`)

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // Errors a caller can test for with errors.Is. The messages that wrap them say what
@@ -448,13 +450,13 @@ func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replicat
 		case "28000":
 			if strings.Contains(pgErr.Message, "does not exist") {
 				// "role … does not exist": no pg_hba.conf line would help.
-				msg = fmt.Sprintf(side+": %s at %s: fix the user in the "+side+" URL, or create the role (CREATE ROLE %s LOGIN …)", pgErr.Message, where, quoteIdent(cfg.User))
+				msg = fmt.Sprintf(side+": %s at %s: fix the user in the "+side+" URL, or create the role (CREATE ROLE %s LOGIN …)", pgErr.Message, where, pgquote.Ident(cfg.User))
 				break
 			}
 			msg = fmt.Sprintf(side+": %s rejected for user %q at %s: %s: allow it in pg_hba.conf and reload the server", kind, cfg.User, where, pgErr.Message)
 		case "42501":
 			msg = fmt.Sprintf(side+": role %q may not open a replication connection (%s): run ALTER ROLE %s REPLICATION; as a superuser",
-				cfg.User, pgErr.Message, quoteIdent(cfg.User))
+				cfg.User, pgErr.Message, pgquote.Ident(cfg.User))
 			return &connectError{msg: msg, err: errors.Join(ErrNoReplicationRole, err)}
 		case "3D000":
 			msg = fmt.Sprintf(side+": database %q does not exist at %s: fix the database name in the "+side+" URL", cfg.Database, where)
@@ -492,16 +494,6 @@ func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replicat
 		text = strings.ReplaceAll(text, cfg.Password, "xxxxx")
 	}
 	return &connectError{msg: fmt.Sprintf(side+": %s to %s failed: %s", kind, where, text), err: err}
-}
-
-// quoteIdent double-quotes an identifier, doubling embedded quotes.
-func quoteIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-// quoteLiteral single-quotes a string literal, doubling embedded quotes.
-func quoteLiteral(s string) string {
-	return `'` + strings.ReplaceAll(s, `'`, `''`) + `'`
 }
 
 // parseMajor reads the major version from server_version ("15.4 (Debian …)",
@@ -660,7 +652,7 @@ func classifyPgError(err error, slot string) error {
 	case pgErr.Code == "42704" && strings.Contains(pgErr.Message, "publication"):
 		return fmt.Errorf("%w: %s: create it (CREATE PUBLICATION …) or fix PGRELAY_PUBLICATION", ErrPublicationMissing, pgErr.Message)
 	case pgErr.Code == "55000" && (strings.Contains(pgErr.Detail, "invalidated") || strings.Contains(pgErr.Message, "invalidated")):
-		return fmt.Errorf("%w: %s (%s): drop it with SELECT pg_drop_replication_slot(%s); and seed the target again", ErrSlotInvalidated, pgErr.Message, pgErr.Detail, quoteLiteral(slot))
+		return fmt.Errorf("%w: %s (%s): drop it with SELECT pg_drop_replication_slot(%s); and seed the target again", ErrSlotInvalidated, pgErr.Message, pgErr.Detail, pgquote.Literal(slot))
 	case pgErr.Code == "55000" && strings.Contains(pgErr.Message, "wal_level"):
 		return fmt.Errorf("%w: %s: run ALTER SYSTEM SET wal_level = logical; then restart the server", ErrWALLevel, pgErr.Message)
 	case pgErr.Code == "53400" && strings.Contains(pgErr.Message, "replication slots"):
@@ -682,7 +674,7 @@ func classifyPgError(err error, slot string) error {
 func classifySlotError(name string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42710" {
-		return fmt.Errorf("%w: %s: use it, or drop it with SELECT pg_drop_replication_slot(%s);", ErrSlotExists, pgErr.Message, quoteLiteral(name))
+		return fmt.Errorf("%w: %s: use it, or drop it with SELECT pg_drop_replication_slot(%s);", ErrSlotExists, pgErr.Message, pgquote.Literal(name))
 	}
 	if errors.As(err, &pgErr) && pgErr.Code == "40001" && strings.Contains(pgErr.Message, "snapshot too large") {
 		// More transaction ids in progress (prepared transactions and their

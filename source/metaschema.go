@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // MetadataSchemaError: published tables are in a source schema of the name
@@ -62,14 +64,14 @@ func checkMetadataSchema(ctx context.Context, conn *pgx.Conn, cfg ConnConfig) er
 			return fmt.Errorf("source: list the tables of publication %q in schema %s: %w", cfg.Publication, metaSchema, err)
 		}
 		if allTables {
-			leaveOut = fmt.Sprintf("replicate the other tables only: publication %s is FOR ALL TABLES, so list them in PGRELAY_TABLES and name a new publication in PGRELAY_PUBLICATION", quoteIdent(cfg.Publication))
+			leaveOut = fmt.Sprintf("replicate the other tables only: publication %s is FOR ALL TABLES, so list them in PGRELAY_TABLES and name a new publication in PGRELAY_PUBLICATION", pgquote.Ident(cfg.Publication))
 		} else {
-			leaveOut = fmt.Sprintf("leave them out of the publication: ALTER PUBLICATION %s DROP TABLE %s;", quoteIdent(cfg.Publication), strings.Join(tables, ", "))
+			leaveOut = fmt.Sprintf("leave them out of the publication: ALTER PUBLICATION %s DROP TABLE %s;", pgquote.Ident(cfg.Publication), strings.Join(tables, ", "))
 		}
 	case len(cfg.Tables) > 0:
 		for _, t := range cfg.Tables {
 			if s, n, err := SplitTableName(t); err == nil && s == metaSchema {
-				tables = append(tables, quoteIdent(s)+"."+quoteIdent(n))
+				tables = append(tables, pgquote.Ident(s)+"."+pgquote.Ident(n))
 			}
 		}
 		leaveOut = "take them out of PGRELAY_TABLES"

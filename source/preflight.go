@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // ErrSlotOtherDatabase: a logical slot of that name exists but decodes another
@@ -144,7 +146,7 @@ func PreflightOn(ctx context.Context, conn *pgx.Conn, replErr error, cfg ConnCon
 	if err := replErr; err != nil {
 		if errors.Is(err, ErrNoReplicationRole) {
 			problem(fmt.Errorf("source: %w: role %q may not open replication connections: run ALTER ROLE %s REPLICATION; as a superuser",
-				ErrNoReplicationRole, r.User, quoteIdent(r.User)))
+				ErrNoReplicationRole, r.User, pgquote.Ident(r.User)))
 		} else {
 			problem(err)
 		}
@@ -169,7 +171,7 @@ func PreflightOn(ctx context.Context, conn *pgx.Conn, replErr error, cfg ConnCon
 				plugin = r.Slot.Type + " slot"
 			}
 			problem(fmt.Errorf("source: %w: slot %q decodes with %s, pgrelay needs pgoutput: choose another PGRELAY_SLOT or drop it with SELECT pg_drop_replication_slot(%s);",
-				ErrSlotPlugin, cfg.Slot, plugin, quoteLiteral(cfg.Slot)))
+				ErrSlotPlugin, cfg.Slot, plugin, pgquote.Literal(cfg.Slot)))
 		case r.Slot.Database != r.Database:
 			problem(fmt.Errorf("source: %w: slot %q decodes database %q, the URL names %q: choose another PGRELAY_SLOT or fix the database in the URL",
 				ErrSlotOtherDatabase, cfg.Slot, r.Slot.Database, r.Database))
@@ -291,7 +293,7 @@ func missingTableProblems(ctx context.Context, conn *pgx.Conn, publication strin
 	var absent, unpublishable, notListed, quoted []string
 	for _, t := range missing {
 		s, n, _ := SplitTableName(t)
-		q := quoteIdent(s) + "." + quoteIdent(n)
+		q := pgquote.Ident(s) + "." + pgquote.Ident(n)
 		var kind, persistence string
 		err := conn.QueryRow(ctx, `SELECT c.relkind::text, c.relpersistence::text FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace WHERE ns.nspname = $1 AND c.relname = $2`, s, n).Scan(&kind, &persistence)
@@ -316,7 +318,7 @@ func missingTableProblems(ctx context.Context, conn *pgx.Conn, publication strin
 	}
 	if len(notListed) > 0 {
 		problems = append(problems, fmt.Errorf("source: %w: publication %q does not publish %s: run ALTER PUBLICATION %s ADD TABLE %s;",
-			ErrPublicationMissing, publication, strings.Join(notListed, ", "), quoteIdent(publication), strings.Join(quoted, ", ")))
+			ErrPublicationMissing, publication, strings.Join(notListed, ", "), pgquote.Ident(publication), strings.Join(quoted, ", ")))
 	}
 	return problems
 }
@@ -363,11 +365,11 @@ func checkReadable(ctx context.Context, conn *pgx.Conn, role, publication string
 		var nsp, rel string
 		var usage, sel bool
 		_, err = pgx.ForEachRow(rows, []any{&nsp, &rel, &usage, &sel}, func() error {
-			if !usage && !slices.Contains(noUsage, quoteIdent(nsp)) {
-				noUsage = append(noUsage, quoteIdent(nsp))
+			if !usage && !slices.Contains(noUsage, pgquote.Ident(nsp)) {
+				noUsage = append(noUsage, pgquote.Ident(nsp))
 			}
 			if !sel {
-				noSelect = append(noSelect, quoteIdent(nsp)+"."+quoteIdent(rel))
+				noSelect = append(noSelect, pgquote.Ident(nsp)+"."+pgquote.Ident(rel))
 			}
 			return nil
 		})
@@ -381,10 +383,10 @@ func checkReadable(ctx context.Context, conn *pgx.Conn, role, publication string
 	}
 	var grants []string
 	if len(noUsage) > 0 {
-		grants = append(grants, "GRANT USAGE ON SCHEMA "+strings.Join(noUsage, ", ")+" TO "+quoteIdent(role)+";")
+		grants = append(grants, "GRANT USAGE ON SCHEMA "+strings.Join(noUsage, ", ")+" TO "+pgquote.Ident(role)+";")
 	}
 	if len(noSelect) > 0 {
-		grants = append(grants, "GRANT SELECT ON "+strings.Join(noSelect, ", ")+" TO "+quoteIdent(role)+";")
+		grants = append(grants, "GRANT SELECT ON "+strings.Join(noSelect, ", ")+" TO "+pgquote.Ident(role)+";")
 	}
 	if len(grants) == 0 {
 		return nil

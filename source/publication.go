@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // CreatePublicationSQL is the statement that creates the publication: FOR ALL
@@ -17,7 +19,7 @@ func CreatePublicationSQL(name string, tables []string) (string, error) {
 		return "", errors.New("publication name is empty")
 	}
 	if len(tables) == 0 {
-		return "CREATE PUBLICATION " + quoteIdent(name) + " FOR ALL TABLES", nil
+		return "CREATE PUBLICATION " + pgquote.Ident(name) + " FOR ALL TABLES", nil
 	}
 	quoted := make([]string, 0, len(tables))
 	for _, t := range tables {
@@ -25,9 +27,9 @@ func CreatePublicationSQL(name string, tables []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		quoted = append(quoted, quoteIdent(schemaName)+"."+quoteIdent(tableName))
+		quoted = append(quoted, pgquote.Ident(schemaName)+"."+pgquote.Ident(tableName))
 	}
-	return "CREATE PUBLICATION " + quoteIdent(name) + " FOR TABLE " + strings.Join(quoted, ", "), nil
+	return "CREATE PUBLICATION " + pgquote.Ident(name) + " FOR TABLE " + strings.Join(quoted, ", "), nil
 }
 
 // PublicationExists reports whether the publication exists in the connection's
@@ -109,7 +111,7 @@ func MissingPublicationTables(ctx context.Context, conn *pgx.Conn, name string, 
 
 // DropPublication drops the publication if it exists.
 func DropPublication(ctx context.Context, conn *pgx.Conn, name string) error {
-	sql := "DROP PUBLICATION IF EXISTS " + quoteIdent(name)
+	sql := "DROP PUBLICATION IF EXISTS " + pgquote.Ident(name)
 	_, err := conn.Exec(ctx, sql)
 	if err == nil {
 		return nil

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // SlotState is a replication slot as pg_replication_slots shows it.
@@ -118,7 +120,7 @@ func DropSlot(ctx context.Context, conn *pgx.Conn, name string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "55006" {
 		return fmt.Errorf("source: drop slot %q: %w: %s: stop the process using it (SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = %s;) and retry",
-			name, ErrSlotInUse, pgErr.Message, quoteLiteral(name))
+			name, ErrSlotInUse, pgErr.Message, pgquote.Literal(name))
 	}
 	return fmt.Errorf("source: drop slot %q: %w", name, classifyPgError(err, name))
 }

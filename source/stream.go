@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // Default bounds of the buffer between the receive loop and its consumer.
@@ -157,7 +159,7 @@ func pluginArgs(major int, o StreamOptions) ([]string, error) {
 	args := []string{
 		fmt.Sprintf("proto_version '%d'", proto),
 		// publication_names is a list of identifiers inside a string literal.
-		"publication_names " + quoteLiteral(quoteIdent(o.Publication)),
+		"publication_names " + pgquote.CommandLiteral(pgquote.Ident(o.Publication)),
 	}
 	if o.Binary {
 		if major < 14 {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -45,7 +46,7 @@ func (c *Conn) Import(ctx context.Context, name string) error {
 	if _, err := c.conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
 		return fmt.Errorf("snapshot: begin: %w", err)
 	}
-	if _, err := c.conn.Exec(ctx, "SET TRANSACTION SNAPSHOT "+quoteLiteral(name)); err != nil {
+	if _, err := c.conn.Exec(ctx, "SET TRANSACTION SNAPSHOT "+pgquote.Literal(name)); err != nil {
 		return fmt.Errorf("snapshot: import snapshot %s (the exporting slot connection must stay open and idle): %w", name, err)
 	}
 	return nil

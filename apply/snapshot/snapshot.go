@@ -721,5 +721,3 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)), "format", format)
 	return nil
 }
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

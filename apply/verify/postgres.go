@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -317,10 +318,6 @@ func (s *postgresSide) Describe(ctx context.Context, n TableName) (*Shape, error
 	return sh, nil
 }
 
-func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // quotedTable is the FROM item of t: the table alone, or a partitioned table
 // with its partitions.
 func quotedTable(t *SideTable) string {
@@ -348,7 +345,7 @@ func filtered(t *SideTable, where string) string {
 func rowHash(t *SideTable, toUTF8 bool) string {
 	vals := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
-		q := quoteIdent(c.Name)
+		q := pgquote.Ident(c.Name)
 		switch c.TypeOID {
 		case oidFloat4:
 			q = "pg_catalog.float4send(" + q + ")"
@@ -371,7 +368,7 @@ func rowHash(t *SideTable, toUTF8 bool) string {
 func keyColumns(t *SideTable) string {
 	cols := make([]string, len(t.Key))
 	for i, c := range t.Key {
-		cols[i] = quoteIdent(c.Name) + collate(t, i)
+		cols[i] = pgquote.Ident(c.Name) + collate(t, i)
 	}
 	return strings.Join(cols, ", ")
 }
@@ -421,7 +418,7 @@ func keysWhere(t *SideTable, keys []Key, args *[]any) string {
 			col[j] = k[i]
 		}
 		*args = append(*args, col)
-		cols[i] = quoteIdent(c.Name)
+		cols[i] = pgquote.Ident(c.Name)
 		vals[i] = "u.c" + strconv.Itoa(i) + "::" + c.Type
 		arrays[i] = "$" + strconv.Itoa(len(*args)) + "::text[]"
 	}
@@ -488,7 +485,7 @@ func keyNames(t *SideTable) []string {
 func keyTexts(t *SideTable) string {
 	sel := make([]string, len(t.Key))
 	for i, c := range t.Key {
-		sel[i] = quoteIdent(c.Name) + "::text AS k" + strconv.Itoa(i)
+		sel[i] = pgquote.Ident(c.Name) + "::text AS k" + strconv.Itoa(i)
 	}
 	return strings.Join(sel, ", ")
 }

@@ -58,6 +58,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -449,12 +450,12 @@ func orNone(collation string) string {
 func byteOrderIndex(table TableName, key []string, byteOrder []bool) string {
 	cols := make([]string, len(key))
 	for i, k := range key {
-		cols[i] = quoteIdent(k)
+		cols[i] = pgquote.Ident(k)
 		if byteOrder != nil && byteOrder[i] {
 			cols[i] += ` COLLATE "C"`
 		}
 	}
-	return "CREATE INDEX ON " + quoteIdent(table.Schema) + "." + quoteIdent(table.Name) + " (" + strings.Join(cols, ", ") + ")"
+	return "CREATE INDEX ON " + pgquote.Ident(table.Schema) + "." + pgquote.Ident(table.Name) + " (" + strings.Join(cols, ", ") + ")"
 }
 
 func hasIndexPrefix(indexes [][]string, key []string) bool {
@@ -817,7 +818,7 @@ func FormatRange(key []string, r Range) string {
 	}
 	cols := make([]string, len(key))
 	for i, k := range key {
-		cols[i] = quoteIdent(k)
+		cols[i] = pgquote.Ident(k)
 	}
 	lhs := strings.Join(cols, ", ")
 	if len(cols) > 1 {
@@ -837,7 +838,7 @@ func FormatRange(key []string, r Range) string {
 func formatKey(k Key) string {
 	lits := make([]string, len(k))
 	for i, v := range k {
-		lits[i] = quoteLiteral(v)
+		lits[i] = pgquote.Literal(v)
 	}
 	if len(lits) == 1 {
 		return lits[0]

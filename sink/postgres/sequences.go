@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -96,7 +97,7 @@ func (s *Sink) setSequence(ctx context.Context, tx pgx.Tx, q source.Sequence) er
 			return fail("look up the column's default", err)
 		}
 		if !has {
-			alters = append(alters, "ALTER TABLE "+table+" ALTER COLUMN "+col+" SET DEFAULT pg_catalog.nextval("+quoteLiteral(seq)+"::pg_catalog.regclass)")
+			alters = append(alters, "ALTER TABLE "+table+" ALTER COLUMN "+col+" SET DEFAULT pg_catalog.nextval("+pgquote.Literal(seq)+"::pg_catalog.regclass)")
 		}
 	}
 	if len(alters) > 0 {

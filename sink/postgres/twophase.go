@@ -8,15 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
-
-// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings).
-func quoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
 
 const preparedRowSQL = `INSERT INTO pgrelay.prepared (slot, gid, end_lsn, created_at)
 VALUES ($1, $2, $3::text::pg_lsn, now())`
@@ -46,11 +42,11 @@ func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Prog
 		defer cancel()
 		conn, cerr := s.applyConn(ctx)
 		if cerr != nil {
-			return fmt.Errorf("sink/postgres: prepare transaction %s: outcome unknown (%v) and the target cannot be reached; restarting reconciles prepared transactions: %w", quoteLiteral(gid), err, cerr)
+			return fmt.Errorf("sink/postgres: prepare transaction %s: outcome unknown (%v) and the target cannot be reached; restarting reconciles prepared transactions: %w", pgquote.Literal(gid), err, cerr)
 		}
 		prepared, qerr := isPrepared(ctx, conn, gid)
 		if qerr != nil {
-			return fmt.Errorf("sink/postgres: prepare transaction %s: outcome unknown (%v); restarting reconciles prepared transactions: %w", quoteLiteral(gid), err, qerr)
+			return fmt.Errorf("sink/postgres: prepare transaction %s: outcome unknown (%v); restarting reconciles prepared transactions: %w", pgquote.Literal(gid), err, qerr)
 		}
 		if prepared {
 			return nil
@@ -58,7 +54,7 @@ func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Prog
 		return sink.Retryable(err)
 	}
 	if sqlState(err) == "55000" && !s.canPrepare {
-		return fmt.Errorf("sink/postgres: prepare transaction %s: the target has max_prepared_transactions = 0: set it above 0 and restart the target, or run with PGRELAY_TWO_PHASE=off: %w", quoteLiteral(gid), err)
+		return fmt.Errorf("sink/postgres: prepare transaction %s: the target has max_prepared_transactions = 0: set it above 0 and restart the target, or run with PGRELAY_TWO_PHASE=off: %w", pgquote.Literal(gid), err)
 	}
 	return err
 }
@@ -82,8 +78,8 @@ func (tx *Tx) prepare(ctx context.Context, gid string, p sink.Progress) error {
 	if err := tx.sendChecked(ctx); err != nil {
 		return err
 	}
-	tx.batch.ExecParams("PREPARE TRANSACTION "+quoteLiteral(gid), nil, nil, nil, nil)
-	tx.ops = append(tx.ops, op{kind: opPrepare, table: quoteLiteral(gid), lsn: p.LSN})
+	tx.batch.ExecParams("PREPARE TRANSACTION "+pgquote.Literal(gid), nil, nil, nil, nil)
+	tx.ops = append(tx.ops, op{kind: opPrepare, table: pgquote.Literal(gid), lsn: p.LSN})
 	return tx.send(ctx)
 }
 
@@ -99,14 +95,14 @@ func (s *Sink) RollbackPrepared(ctx context.Context, gid string, p sink.Progress
 
 func (s *Sink) finishPrepared(ctx context.Context, verb, gid string, p sink.Progress) error {
 	if s.cur != nil {
-		return fmt.Errorf("sink/postgres: %s %s: a transaction is open on the apply connection", strings.ToLower(verb), quoteLiteral(gid))
+		return fmt.Errorf("sink/postgres: %s %s: a transaction is open on the apply connection", strings.ToLower(verb), pgquote.Literal(gid))
 	}
 	conn, err := s.applyConn(ctx)
 	if err != nil {
 		return err
 	}
-	prefix := "sink/postgres: " + strings.ToLower(verb) + " " + quoteLiteral(gid)
-	if _, err := conn.PgConn().Exec(ctx, verb+" "+quoteLiteral(gid)).ReadAll(); err != nil {
+	prefix := "sink/postgres: " + strings.ToLower(verb) + " " + pgquote.Literal(gid)
+	if _, err := conn.PgConn().Exec(ctx, verb+" "+pgquote.Literal(gid)).ReadAll(); err != nil {
 		if sqlState(err) != "42704" { // undefined_object: not prepared (any more)
 			// Retrying is safe: a retry that finds the gid gone settles it below.
 			return classify(fmt.Errorf("%s at source LSN %s: %s: %w", prefix, p.LSN, describe(err), err), conn.IsClosed())
@@ -246,7 +242,7 @@ func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) (
 		f := fmt.Sprintf("f%d", len(from))
 		col := s.dialect.QuoteIdent(d.column)
 		from = append(from, `(SELECT xmin AS x, cmin::text::bigint AS c FROM pgrelay.prepared_fill WHERE gid = $1 AND target_schema = `+
-			quoteLiteral(d.tschema)+` AND target_table = `+quoteLiteral(d.ttable)+` AND column_name = `+quoteLiteral(d.column)+`) `+f)
+			pgquote.Literal(d.tschema)+` AND target_table = `+pgquote.Literal(d.ttable)+` AND column_name = `+pgquote.Literal(d.column)+`) `+f)
 		older := fmt.Sprintf("t.%s IS NULL AND (pg_catalog.age(t.xmin) > pg_catalog.age(%[2]s.x) OR t.xmin = %[2]s.x AND t.cmin::text::bigint < %[2]s.c)", col, f)
 		set = append(set, fmt.Sprintf("%s = CASE WHEN %s THEN %s ELSE t.%s END", col, older, fill, col))
 		where = append(where, "("+older+")")
