@@ -1,9 +1,10 @@
 package integration
 
 // End-to-end benchmarks of issue 3: pgrelay side by side with PostgreSQL's own
-// tools on the same data, in one run, on dedicated PostgreSQL 15 servers with
-// the harness's settings (fsync off, wal_level logical, ...), source and
-// targets in separate postmasters on this machine.
+// tools on the same data, in one run, on dedicated servers with the harness's
+// settings (fsync off, wal_level logical, ...), source and targets in separate
+// postmasters on this machine. The sources are PostgreSQL 15, whose client
+// tools are the ones here.
 //
 //	go test -run '^$' -bench 'Drain|Snapshot' -benchtime=1x -timeout 40m ./integration/ -v
 //
@@ -13,7 +14,9 @@ package integration
 //
 // BenchmarkSnapshot: a pgbench -s 20 database copied into fresh targets by
 // `pgrelay migrate`, by a native subscription's initial table sync, and by
-// pg_dump | psql.
+// pg_dump | psql; a sub-benchmark per target major of
+// PGRELAY_BENCH_TARGET_MAJORS (default 15,18): BenchmarkSnapshot/15to15,
+// BenchmarkSnapshot/15to18. BenchmarkDrain's targets are PostgreSQL 15.
 //
 // Each runs its scenario once per b.N (use -benchtime=1x); ns/op is pgrelay's
 // time, the other figures are metrics, and a markdown table of them goes to
