@@ -695,6 +695,10 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 			return err
 		}
 	}
+	if !r.Table.quick() {
+		// A large table's keys take a while after its last row: say so.
+		cfg.Log.Info("table loaded, building its keys and indexes", "table", t.QualifiedName(), "rows", st.Rows, "indexes", len(r.indexDefs))
+	}
 	if kd, ok := target.(KeyDeferrer); ok {
 		if err := kd.AddPrimaryKey(ctx, t); err != nil {
 			return err
