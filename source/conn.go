@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
@@ -336,7 +337,7 @@ func setSessionParams(params *map[string]string) {
 // ParseConnConfig parses the source URL for a plain (non-replication)
 // session, with the session settings every source session gets.
 func ParseConnConfig(url string) (*pgx.ConnConfig, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgconnstr.ParsePgx(url)
 	if err != nil {
 		return nil, err
 	}
@@ -374,6 +375,9 @@ func connectConfig(ctx context.Context, cfg *pgconn.Config) (*ReplConn, error) {
 func parseSourceURL(s string) (*pgconn.Config, error) {
 	cfg, err := pgconn.ParseConfig(s)
 	if err == nil {
+		if cfg, err = pgconnstr.Parse(s); err != nil {
+			return nil, fmt.Errorf("source: the source URL: %w", err)
+		}
 		return cfg, nil
 	}
 	reason := "check its syntax"

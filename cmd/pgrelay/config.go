@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/viper"
 
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -539,7 +540,7 @@ func checkSourceURL(s string) error {
 		}
 		return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), redactSecrets(reason, passwordOf(s)))
 	}
-	return nil
+	return checkLibpqSettings(name, s)
 }
 
 // checkTargetURL checks that s is a postgres:// or mysql:// URL.
@@ -561,7 +562,7 @@ func checkTargetURL(s string) error {
 		if _, err := pgconn.ParseConfig(s); err != nil {
 			return fmt.Errorf("%s=%q is not a valid connection string: expected e.g. postgres://user@host:5432/db or host=h dbname=db user=u", name, redactURL(s))
 		}
-		return nil
+		return checkLibpqSettings(name, s)
 	default:
 		return fmt.Errorf("%s=%q: expected a postgres://, postgresql:// or mysql:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 	}
@@ -584,6 +585,16 @@ func checkTargetURL(s string) error {
 			}
 			return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), redactSecrets(reason, passwordOf(s)))
 		}
+		return checkLibpqSettings(name, s)
+	}
+	return nil
+}
+
+// checkLibpqSettings refuses the libpq settings of a PostgreSQL connection
+// string that pgrelay cannot honour, naming the setting.
+func checkLibpqSettings(name, s string) error {
+	if _, err := pgconnstr.Parse(s); err != nil {
+		return fmt.Errorf("%s=%q: %v", name, redactURL(s), err)
 	}
 	return nil
 }

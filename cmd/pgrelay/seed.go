@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/apply/snapshot"
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/postgres"
@@ -485,13 +485,9 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 // machine: a Unix socket, localhost or a loopback address. An URL pgx cannot
 // parse (not PostgreSQL's) is taken to name another machine.
 func onThisMachine(url string) bool {
-	cfg, err := pgconn.ParseConfig(url)
+	hosts, err := pgconnstr.Hosts(url)
 	if err != nil {
 		return false
-	}
-	hosts := []string{cfg.Host}
-	for _, f := range cfg.Fallbacks {
-		hosts = append(hosts, f.Host)
 	}
 	for _, h := range hosts {
 		ip := net.ParseIP(h)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -316,7 +317,7 @@ func withConn(ctx context.Context, side, url string, fn func(*pgx.Conn) error) e
 // connectTo opens a plain connection to the source or target ("side"), with a
 // one-line error naming what to fix when it fails.
 func connectTo(ctx context.Context, side, url string) (*pgx.Conn, error) {
-	parse := pgx.ParseConfig
+	parse := pgconnstr.ParsePgx
 	if side == "source" {
 		parse = source.ParseConnConfig
 	}

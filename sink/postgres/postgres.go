@@ -71,6 +71,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/migrations"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
@@ -222,7 +223,7 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgconnstr.ParsePgx(url)
 	if err != nil {
 		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", err)
 	}
