@@ -64,23 +64,11 @@ trap 'exit 130' INT TERM
 mkdir "$WORK/data" "$WORK/run"
 [[ $(id -u) -eq 0 ]] && chown postgres: "$WORK/data" "$WORK/run"
 
-# A free loopback port: nothing answers on it.
-PORT=
-for _ in $(seq 1 50); do
-	p=$((20000 + RANDOM % 30000))
-	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-		PORT=$p
-		break
-	fi
-done
-[[ -n $PORT ]] || die "no free port found on 127.0.0.1"
-
-say "starting PostgreSQL 15 on 127.0.0.1:$PORT in $WORK"
+say "creating a PostgreSQL 15 cluster in $WORK"
 as_pg "$PGBIN/initdb" -D "$WORK/data" -U demo --auth=trust -E UTF8 --no-locale >"$WORK/initdb.log" 2>&1 ||
 	{ cat "$WORK/initdb.log" >&2; die "initdb failed"; }
 cat >>"$WORK/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
-port = $PORT
 unix_socket_directories = '$WORK/run'
 wal_level = logical
 max_replication_slots = 10
@@ -89,8 +77,26 @@ max_prepared_transactions = 10
 logical_decoding_work_mem = 64kB
 fsync = off
 EOF
-as_pg "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/data/server.log" -w -t 60 start >/dev/null ||
-	{ cat "$WORK/data/server.log" >&2; die "the server did not start"; }
+
+# A free loopback port: nothing answers on it, and it is below the kernel's
+# range of ports for outgoing connections (32768 and up by default), so no
+# client socket holds it. Should another process take it first, try another.
+PORT=
+for _ in $(seq 1 10); do
+	p=$((20000 + RANDOM % 12000))
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		continue
+	fi
+	[[ -f $WORK/data/server.log ]] && : >"$WORK/data/server.log" # this try's lines only
+	if as_pg "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/data/server.log" -o "-p $p" -w -t 60 start >/dev/null; then
+		PORT=$p
+		break
+	fi
+	grep -q "could not bind" "$WORK/data/server.log" ||
+		{ cat "$WORK/data/server.log" >&2; die "the server did not start"; }
+done
+[[ -n $PORT ]] || { cat "$WORK/data/server.log" >&2; die "no free port found on 127.0.0.1 in 10 tries"; }
+say "started PostgreSQL 15 on 127.0.0.1:$PORT"
 
 URL="postgres://demo@127.0.0.1:$PORT/demo?sslmode=disable"
 sql() {
