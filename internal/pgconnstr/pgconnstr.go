@@ -6,7 +6,8 @@
 // connection string that works with psql would fail with that message. Here
 // hostaddr, fallback_application_name and the keepalives settings do what
 // libpq does with them, and the libpq settings that cannot be honoured are
-// refused with an error that names them.
+// refused with an error that names them. Sessions are named "pgrelay" unless
+// the string names them.
 package pgconnstr
 
 import (
@@ -21,6 +22,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// DefaultApplicationName is the application_name of pgrelay's sessions when
+// the connection string sets neither application_name nor
+// fallback_application_name.
+const DefaultApplicationName = "pgrelay"
 
 // unsupported are libpq client settings pgx has no equivalent for.
 var unsupported = []string{
@@ -95,12 +101,15 @@ func fix(cfg *pgconn.Config) (map[string]string, error) {
 			return nil, fmt.Errorf("the libpq setting %s is not supported by pgrelay's PostgreSQL driver: remove it from the connection string", k)
 		}
 	}
-	if v, ok := p["fallback_application_name"]; ok {
-		delete(p, "fallback_application_name")
-		if _, set := p["application_name"]; !set {
+	// application_name, else fallback_application_name, else pgrelay: what
+	// pg_stat_activity and pg_stat_replication show for pgrelay's sessions.
+	if _, set := p["application_name"]; !set {
+		p["application_name"] = DefaultApplicationName
+		if v, ok := p["fallback_application_name"]; ok {
 			p["application_name"] = v
 		}
 	}
+	delete(p, "fallback_application_name")
 	if err := keepalives(cfg); err != nil {
 		return nil, err
 	}

@@ -72,4 +72,11 @@ func TestApplicationNameAndKeepalives(t *testing.T) {
 	if got := cfg.RuntimeParams["application_name"]; got != "app" {
 		t.Errorf("application_name %q, want app: the fallback is for when it is not set", got)
 	}
+	cfg, err = ParsePgx("postgres://u@a/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.RuntimeParams["application_name"]; got != "pgrelay" {
+		t.Errorf("application_name %q without one in the URL, want pgrelay", got)
+	}
 }
