@@ -373,23 +373,23 @@ func connectConfig(ctx context.Context, cfg *pgconn.Config) (*ReplConn, error) {
 // parseSourceURL parses a connection string without ever echoing it: pgconn's own
 // message contains the string (redacted on a best-effort basis only).
 func parseSourceURL(s string) (*pgconn.Config, error) {
-	cfg, err := pgconn.ParseConfig(s)
+	cfg, err := pgconnstr.Parse(s)
 	if err == nil {
-		if cfg, err = pgconnstr.Parse(s); err != nil {
-			return nil, fmt.Errorf("source: the source URL: %w", err)
-		}
 		return cfg, nil
 	}
 	reason := "check its syntax"
 	var pce *pgconn.ParseConfigError
-	if errors.As(err, &pce) {
-		if inner := errors.Unwrap(pce); inner != nil {
-			var ue *url.Error
-			if errors.As(inner, &ue) {
-				inner = ue.Err
-			}
-			reason = inner.Error()
+	if !errors.As(err, &pce) {
+		// pgx's own errors are all ParseConfigErrors: this is a libpq
+		// setting pgrelay cannot honour, and the error names it.
+		return nil, fmt.Errorf("source: the source URL: %w", err)
+	}
+	if inner := errors.Unwrap(pce); inner != nil {
+		var ue *url.Error
+		if errors.As(inner, &ue) {
+			inner = ue.Err
 		}
+		reason = inner.Error()
 	}
 	if pw := passwordOf(s); pw != "" {
 		reason = strings.ReplaceAll(reason, pw, "xxxxx")

@@ -532,15 +532,7 @@ func checkSourceURL(s string) error {
 	} else if !strings.Contains(s, "=") {
 		return fmt.Errorf("%s=%q: expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 	}
-	if _, err := pgconn.ParseConfig(s); err != nil {
-		reason := "cannot be parsed"
-		var pce *pgconn.ParseConfigError
-		if errors.As(err, &pce) && pce.Unwrap() != nil {
-			reason = pce.Unwrap().Error()
-		}
-		return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), redactSecrets(reason, passwordOf(s)))
-	}
-	return checkLibpqSettings(name, s)
+	return checkConnString(name, s, notValidConnString(name, s))
 }
 
 // checkTargetURL checks that s is a postgres:// or mysql:// URL.
@@ -559,10 +551,9 @@ func checkTargetURL(s string) error {
 			return fmt.Errorf("%s=%q: expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 		}
 		// libpq key=value settings: a PostgreSQL target.
-		if _, err := pgconn.ParseConfig(s); err != nil {
+		return checkConnString(name, s, func(string) error {
 			return fmt.Errorf("%s=%q is not a valid connection string: expected e.g. postgres://user@host:5432/db or host=h dbname=db user=u", name, redactURL(s))
-		}
-		return checkLibpqSettings(name, s)
+		})
 	default:
 		return fmt.Errorf("%s=%q: expected a postgres://, postgresql:// or mysql:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 	}
@@ -577,26 +568,36 @@ func checkTargetURL(s string) error {
 		return fmt.Errorf("%s=%q has no database: expected mysql://user:pass@host:port/db", name, redactURL(s))
 	}
 	if scheme != "mysql" {
-		if _, err := pgconn.ParseConfig(s); err != nil {
-			reason := "cannot be parsed"
-			var pce *pgconn.ParseConfigError
-			if errors.As(err, &pce) && pce.Unwrap() != nil {
-				reason = pce.Unwrap().Error()
-			}
-			return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), redactSecrets(reason, passwordOf(s)))
-		}
-		return checkLibpqSettings(name, s)
+		return checkConnString(name, s, notValidConnString(name, s))
 	}
 	return nil
 }
 
-// checkLibpqSettings refuses the libpq settings of a PostgreSQL connection
-// string that pgrelay cannot honour, naming the setting.
-func checkLibpqSettings(name, s string) error {
-	if _, err := pgconnstr.Parse(s); err != nil {
+// checkConnString parses the PostgreSQL connection string s (variable name)
+// once, as pgrelay will connect with it: a string pgx cannot parse is
+// reported by syntax, given pgx's reason with the password scrubbed; a libpq
+// setting pgrelay cannot honour by its name.
+func checkConnString(name, s string, syntax func(reason string) error) error {
+	_, err := pgconnstr.Parse(s)
+	if err == nil {
+		return nil
+	}
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
 		return fmt.Errorf("%s=%q: %v", name, redactURL(s), err)
 	}
-	return nil
+	reason := "cannot be parsed"
+	if pce.Unwrap() != nil {
+		reason = pce.Unwrap().Error()
+	}
+	return syntax(redactSecrets(reason, passwordOf(s)))
+}
+
+// notValidConnString is the error of a PostgreSQL URL pgx cannot parse.
+func notValidConnString(name, s string) func(reason string) error {
+	return func(reason string) error {
+		return fmt.Errorf("%s=%q is not a valid connection string (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), reason)
+	}
 }
 
 // urlErrReason is the reason of a url.Parse error without the URL itself, which
