@@ -16,7 +16,10 @@ package integration
 // `pgrelay migrate`, by a native subscription's initial table sync, and by
 // pg_dump | psql; a sub-benchmark per target major of
 // PGRELAY_BENCH_TARGET_MAJORS (default 15,18): BenchmarkSnapshot/15to15,
-// BenchmarkSnapshot/15to18. BenchmarkDrain's targets are PostgreSQL 15.
+// BenchmarkSnapshot/15to18. Each run copies the source PGRELAY_BENCH_ROUNDS
+// times (default 3) with each contender, each round into new targets and
+// with the next contender first, and reports the medians.
+// BenchmarkDrain's targets are PostgreSQL 15.
 //
 // Each runs its scenario once per b.N (use -benchtime=1x); ns/op is pgrelay's
 // time, the other figures are metrics, and a markdown table of them goes to
@@ -32,8 +35,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -457,6 +462,7 @@ func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
 	b.Logf("backlog: %d transactions in %.0f MB of WAL up to %s; source %.0f tx/s", benchDrainTx, benchMB(backlog), endLSN, r.sourceTPS)
 
 	// (1) The ceiling: the walsender decoding into pg_recvlogical.
+	benchQuiesce(b)
 	srcCPU := benchServerCPU(b, src)
 	ceil := benchRun(b, 30*time.Minute, benchLibpqEnv(src), "", benchTool(b, "pg_recvlogical"),
 		"-d", src.DB, "--start", "-S", slotCeiling, "-E", endLSN, "-f", "/dev/null", "-F", "0", "--no-loop",
@@ -468,6 +474,7 @@ func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
 
 	// (2) The peer: PostgreSQL's own subscription, done when its slot has
 	// confirmed the end of the backlog.
+	benchQuiesce(b)
 	srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
 	start := time.Now()
 	nativeTgt.Exec(b, "ALTER SUBSCRIPTION bench_sub ENABLE")
@@ -484,6 +491,7 @@ func benchDrainOnce(b *testing.B, bin string, iter int) benchDrainResult {
 
 	// (3) pgrelay migrate: seeded, so it streams the backlog, applies up to a
 	// marker written after it and exits.
+	benchQuiesce(b)
 	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, relayTgt)
 	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, slotRelay, "auto"), "drain", bin, "migrate")
 	time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
@@ -518,64 +526,116 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 }
 
-// benchSnapshot runs b.N copies of a PostgreSQL benchMajor source into
-// targets of major tgt and reports them.
+// benchSnapshot runs b.N times benchSnapshotRounds rounds of copies of a
+// PostgreSQL benchMajor source into targets of major tgt and reports their
+// medians.
 func benchSnapshot(b *testing.B, bin string, tgt int) {
-	var runs []benchSnapshotResult
+	rounds, err := benchRounds()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rs []benchSnapshotResult
 	for i := 0; i < b.N; i++ {
-		runs = append(runs, benchSnapshotOnce(b, bin, i, tgt))
+		rs = append(rs, benchSnapshotOnce(b, bin, i, tgt, rounds)...)
 	}
-	var relay, native, dump, cpu time.Duration
-	var rss, data int64
-	for _, r := range runs {
-		relay += r.pgrelay.wall
-		native += r.native
-		dump += r.dumpRestore
-		cpu += r.pgrelay.cpu
+	pick := func(f func(benchSnapshotResult) time.Duration) []time.Duration {
+		var ds []time.Duration
+		for _, r := range rs {
+			ds = append(ds, f(r))
+		}
+		return ds
+	}
+	relay := pick(func(r benchSnapshotResult) time.Duration { return r.pgrelay.wall })
+	native := pick(func(r benchSnapshotResult) time.Duration { return r.native })
+	dump := pick(func(r benchSnapshotResult) time.Duration { return r.dumpRestore })
+	cpu := pick(func(r benchSnapshotResult) time.Duration { return r.pgrelay.cpu })
+	var rss int64
+	for _, r := range rs {
 		rss = max(rss, r.pgrelay.maxRSS)
-		data += r.dataBytes
 	}
-	n := float64(len(runs))
+	data := rs[0].dataBytes
+	mRelay, mNative, mDump := benchMedian(relay), benchMedian(native), benchMedian(dump)
 	mbps := func(d time.Duration) float64 { return benchMB(data) / d.Seconds() }
-	b.ReportMetric(float64(relay.Nanoseconds())/n, "ns/op")
-	b.ReportMetric(relay.Seconds()/n, "pgrelay-s")
-	b.ReportMetric(native.Seconds()/n, "native-s")
-	b.ReportMetric(dump.Seconds()/n, "dump-restore-s")
-	b.ReportMetric(mbps(relay), "pgrelay-MB/s")
-	b.ReportMetric(mbps(native), "native-MB/s")
-	b.ReportMetric(mbps(dump), "dump-restore-MB/s")
-	b.ReportMetric(native.Seconds()/relay.Seconds(), "pgrelay/native")
-	b.ReportMetric(dump.Seconds()/relay.Seconds(), "pgrelay/dump-restore")
+	b.ReportMetric(float64(mRelay.Nanoseconds()), "ns/op")
+	b.ReportMetric(mRelay.Seconds(), "pgrelay-s")
+	b.ReportMetric(mNative.Seconds(), "native-s")
+	b.ReportMetric(mDump.Seconds(), "dump-restore-s")
+	b.ReportMetric(mbps(mRelay), "pgrelay-MB/s")
+	b.ReportMetric(mbps(mNative), "native-MB/s")
+	b.ReportMetric(mbps(mDump), "dump-restore-MB/s")
+	b.ReportMetric(mNative.Seconds()/mRelay.Seconds(), "pgrelay/native")
+	b.ReportMetric(mDump.Seconds()/mRelay.Seconds(), "pgrelay/dump-restore")
 	b.ReportMetric(benchMB(rss), "pgrelay-peak-RSS-MB")
-	b.ReportMetric(cpu.Seconds()/n, "pgrelay-CPU-s")
+	b.ReportMetric(benchMedian(cpu).Seconds(), "pgrelay-CPU-s")
 
-	last := runs[len(runs)-1]
 	var t strings.Builder
-	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d, %.0f MB of table data (heap and TOAST, without indexes), a PostgreSQL %d source and PostgreSQL %d targets on one %d-core machine; every copy ends with the tables' primary keys built.\n\n",
-		benchSnapshotScale, benchMB(last.dataBytes), benchMajor, tgt, benchCPUs())
-	t.WriteString("| copy | seconds | MB/s | pgrelay is | source CPU s | target CPU s |\n|---|---:|---:|---:|---:|---:|\n")
-	row := func(name string, d time.Duration, cpu [2]time.Duration) {
-		fmt.Fprintf(&t, "| %s | %.1f | %.0f | %.2f× | %.1f | %.1f |\n", name, d.Seconds(), benchMB(last.dataBytes)/d.Seconds(), d.Seconds()/last.pgrelay.wall.Seconds(), cpu[0].Seconds(), cpu[1].Seconds())
+	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d, %.0f MB of table data (heap and TOAST, without indexes), a PostgreSQL %d source and PostgreSQL %d targets on one %d-core machine; every copy ends with the tables' primary keys built. Medians of %d rounds, each on new targets, each contender first in turn.\n\n",
+		benchSnapshotScale, benchMB(data), benchMajor, tgt, benchCPUs(), len(rs))
+	t.WriteString("| copy | seconds (median) | each round | MB/s | pgrelay is | source CPU s | target CPU s |\n|---|---:|---|---:|---:|---:|---:|\n")
+	row := func(name string, ds []time.Duration, cpu func(benchSnapshotResult) [2]time.Duration) {
+		m := benchMedian(ds)
+		each := make([]string, len(ds))
+		for i, d := range ds {
+			each[i] = fmt.Sprintf("%.2f", d.Seconds())
+		}
+		src := pick(func(r benchSnapshotResult) time.Duration { return cpu(r)[0] })
+		tgt := pick(func(r benchSnapshotResult) time.Duration { return cpu(r)[1] })
+		fmt.Fprintf(&t, "| %s | %.2f | %s | %.0f | %.2f× | %.1f | %.1f |\n", name, m.Seconds(), strings.Join(each, ", "), mbps(m),
+			m.Seconds()/mRelay.Seconds(), benchMedian(src).Seconds(), benchMedian(tgt).Seconds())
 	}
-	row(`pg_dump \| psql`, last.dumpRestore, last.dumpCPU)
-	row("CREATE SUBSCRIPTION (native initial sync)", last.native, last.nativeCPU)
-	row("pgrelay migrate", last.pgrelay.wall, last.relayCPU)
-	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.1f s. CPU columns: the source and target PostgreSQL servers' CPU time during each copy.\n", benchMB(last.pgrelay.maxRSS), last.pgrelay.cpu.Seconds())
+	row(`pg_dump \| psql`, dump, func(r benchSnapshotResult) [2]time.Duration { return r.dumpCPU })
+	row("CREATE SUBSCRIPTION (native initial sync)", native, func(r benchSnapshotResult) [2]time.Duration { return r.nativeCPU })
+	row("pgrelay migrate", relay, func(r benchSnapshotResult) [2]time.Duration { return r.relayCPU })
+	fmt.Fprintf(&t, "\npgrelay peak RSS %.0f MB, CPU %.2f s (median). CPU columns: the source and target PostgreSQL servers' CPU time during each copy (medians).\n", benchMB(rss), benchMedian(cpu).Seconds())
 	fmt.Print(t.String())
 }
 
-func benchSnapshotOnce(b *testing.B, bin string, iter, tgt int) benchSnapshotResult {
+// benchSnapshotRounds is how many times BenchmarkSnapshot copies the same
+// source with each contender, unless PGRELAY_BENCH_ROUNDS says otherwise. A
+// single copy of each, 2-4 s on a shared 2-core VM, swung by a second either
+// way from one contender to the next (mostly in the kernel's side of the
+// target's writes), so one round decided the ratios more than the copies
+// did; three rounds, each contender first once, report the medians.
+const benchSnapshotRounds = 3
+
+// benchRounds is PGRELAY_BENCH_ROUNDS, or benchSnapshotRounds.
+func benchRounds() (int, error) {
+	v := os.Getenv("PGRELAY_BENCH_ROUNDS")
+	if v == "" {
+		return benchSnapshotRounds, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("PGRELAY_BENCH_ROUNDS=%q: want a number of rounds, 1 or more", v)
+	}
+	return n, nil
+}
+
+// benchMedian is the median of ds (the mean of the middle two for an even
+// count); ds is not changed.
+func benchMedian(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// benchFirst counts BenchmarkSnapshot's rounds in this process: each round
+// starts with the next contender, so that whatever favours the first or the
+// last copy of a round favours each in turn.
+var benchFirst atomic.Int64
+
+// benchSnapshotOnce fills a source and copies it rounds times with each
+// contender, each round into new target servers.
+func benchSnapshotOnce(b *testing.B, bin string, iter, tgt, rounds int) []benchSnapshotResult {
 	b.Helper()
-	var r benchSnapshotResult
-	// No autovacuum: a worker that started at a random moment (on the
-	// target after a copy's commit, or on the source) landed in one
-	// contender's time or another's, 0.3-0.5 s of CPU; ten runs with it on
-	// gave pgrelay 1.74-2.35 s, eight without 1.67-2.04 s.
-	av := harness.WithSetting("autovacuum", "off")
-	src := harness.Postgres(b, benchMajor, av)
-	relayTgt := harness.Postgres(b, tgt, av)
-	nativeTgt := harness.Postgres(b, tgt, av)
-	dumpTgt := harness.Postgres(b, tgt, av)
+	src := harness.Postgres(b, benchMajor, benchNoAutovacuum)
 	benchPgbenchInit(b, src, benchSnapshotScale)
 	src.Exec(b, "CREATE PUBLICATION "+benchPublication+" FOR ALL TABLES")
 	src.Exec(b, "CHECKPOINT")
@@ -584,63 +644,107 @@ func benchSnapshotOnce(b *testing.B, bin string, iter, tgt int) benchSnapshotRes
 	if err != nil {
 		b.Fatalf("table size: %v", err)
 	}
-	r.dataBytes = data
 	want := src.QueryString(b, benchChecksum)
 	b.Logf("source: %.0f MB of table data, checksum %s", benchMB(data), want)
+	var rs []benchSnapshotResult
+	for k := range rounds {
+		r := benchSnapshotRound(b, bin, src, tgt, fmt.Sprintf("%d_%d", iter, k), want)
+		r.dataBytes = data
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// benchNoAutovacuum is the benchmark servers' setting: a worker that started
+// at a random moment (on the target after a copy's commit, or on the source)
+// landed in one contender's time or another's, 0.3-0.5 s of CPU; ten runs
+// with it on gave pgrelay 1.74-2.35 s, eight without 1.67-2.04 s.
+var benchNoAutovacuum = harness.WithSetting("autovacuum", "off")
+
+// benchSnapshotRound copies src once with each contender, into new target
+// servers of major tgt, and checks each copy against the source's checksum
+// want and primary keys.
+func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, round, want string) benchSnapshotResult {
+	b.Helper()
+	var r benchSnapshotResult
+	relayTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
+	nativeTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
+	dumpTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
 	pkCount := func(pg *harness.PG) string {
 		return pg.QueryString(b, "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary AND i.indisvalid")
 	}
 	wantPKs := pkCount(src)
 
-	// (1) pgrelay migrate into an empty database: slot, copy, indexes, catch up.
-	benchQuiesce(b)
-	srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, relayTgt)
-	r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, fmt.Sprintf("bench_snap_%d", iter), "auto"), "snapshot", bin, "migrate")
-	time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
-	r.relayCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, relayTgt) - tgtCPU}
-	if got := relayTgt.QueryString(b, benchChecksum); got != want {
-		b.Fatalf("pgrelay target checksum %s, source %s", got, want)
-	}
-	if got := pkCount(relayTgt); got != wantPKs {
-		b.Fatalf("pgrelay target has %s primary keys, the source %s", got, wantPKs)
-	}
-	b.Logf("pgrelay migrate: %v, CPU %v, peak RSS %.0f MB", r.pgrelay.wall.Round(time.Millisecond), r.pgrelay.cpu.Round(time.Millisecond), benchMB(r.pgrelay.maxRSS))
-	if os.Getenv("PGRELAY_BENCH_LOG") != "" {
-		b.Logf("pgrelay output:\n%s\n%s", r.pgrelay.stdout, r.pgrelay.stderr)
-	}
-
-	// (2) Native initial table sync into tables created by pg_dump -s.
+	// The native subscription copies into tables created by pg_dump -s.
 	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(nativeTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
-	benchQuiesce(b)
-	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
-	start := time.Now()
-	nativeTgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (copy_data = true, slot_name = 'bench_native_sync_%d')",
-		benchConnInfo(src), benchPublication, iter))
-	benchWait(b, 60*time.Minute, 50*time.Millisecond, "the native subscription's tables to be ready", func() bool {
-		return nativeTgt.QueryString(b, "SELECT count(*) = 4 AND bool_and(srsubstate = 'r') FROM pg_catalog.pg_subscription_rel") == "t"
-	})
-	r.native = time.Since(start)
-	r.nativeCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, nativeTgt) - tgtCPU}
-	if got := nativeTgt.QueryString(b, benchChecksum); got != want {
-		b.Fatalf("native subscription target checksum %s, source %s", got, want)
-	}
-	nativeTgt.Exec(b, "DROP SUBSCRIPTION bench_sub")
-	b.Logf("native initial sync: %v", r.native.Round(time.Millisecond))
 
-	// (3) pg_dump | psql: schema and data into an empty database.
-	benchQuiesce(b)
-	srcCPU, tgtCPU = benchServerCPU(b, src), benchServerCPU(b, dumpTgt)
-	r.dumpRestore = benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
-		benchLibpqEnv(dumpTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
-	time.Sleep(500 * time.Millisecond) // the postmasters reap pg_dump's and psql's sessions
-	r.dumpCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, dumpTgt) - tgtCPU}
-	if got := dumpTgt.QueryString(b, benchChecksum); got != want {
-		b.Fatalf("pg_dump | psql target checksum %s, source %s", got, want)
+	// pgrelay migrate into an empty database: slot, copy, indexes, catch up.
+	relay := func() {
+		slot := "bench_snap_" + round
+		benchQuiesce(b)
+		srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, relayTgt)
+		r.pgrelay = benchRun(b, 60*time.Minute, benchPgrelayEnv(src, relayTgt, slot, "auto"), "snapshot", bin, "migrate")
+		time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
+		r.relayCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, relayTgt) - tgtCPU}
+		if got := relayTgt.QueryString(b, benchChecksum); got != want {
+			b.Fatalf("pgrelay target checksum %s, source %s", got, want)
+		}
+		if got := pkCount(relayTgt); got != wantPKs {
+			b.Fatalf("pgrelay target has %s primary keys, the source %s", got, wantPKs)
+		}
+		src.Exec(b, "SELECT pg_catalog.pg_drop_replication_slot($1)", slot)
+		b.Logf("round %s: pgrelay migrate: %v, CPU %v, peak RSS %.0f MB", round, r.pgrelay.wall.Round(time.Millisecond), r.pgrelay.cpu.Round(time.Millisecond), benchMB(r.pgrelay.maxRSS))
+		if os.Getenv("PGRELAY_BENCH_LOG") != "" {
+			b.Logf("pgrelay output:\n%s\n%s", r.pgrelay.stdout, r.pgrelay.stderr)
+		}
 	}
-	if got := pkCount(dumpTgt); got != wantPKs {
-		b.Fatalf("pg_dump | psql target has %s primary keys, the source %s", got, wantPKs)
+
+	// Native initial table sync.
+	native := func() {
+		benchQuiesce(b)
+		srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
+		start := time.Now()
+		nativeTgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (copy_data = true, slot_name = 'bench_native_sync_%s')",
+			benchConnInfo(src), benchPublication, round))
+		benchWait(b, 60*time.Minute, 50*time.Millisecond, "the native subscription's tables to be ready", func() bool {
+			return nativeTgt.QueryString(b, "SELECT count(*) = 4 AND bool_and(srsubstate = 'r') FROM pg_catalog.pg_subscription_rel") == "t"
+		})
+		r.native = time.Since(start)
+		r.nativeCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, nativeTgt) - tgtCPU}
+		if got := nativeTgt.QueryString(b, benchChecksum); got != want {
+			b.Fatalf("native subscription target checksum %s, source %s", got, want)
+		}
+		nativeTgt.Exec(b, "DROP SUBSCRIPTION bench_sub")
+		b.Logf("round %s: native initial sync: %v", round, r.native.Round(time.Millisecond))
 	}
-	b.Logf("pg_dump | psql: %v", r.dumpRestore.Round(time.Millisecond))
+
+	// pg_dump | psql: schema and data into an empty database.
+	dump := func() {
+		benchQuiesce(b)
+		srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, dumpTgt)
+		r.dumpRestore = benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
+			benchLibpqEnv(dumpTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
+		time.Sleep(500 * time.Millisecond) // the postmasters reap pg_dump's and psql's sessions
+		r.dumpCPU = [2]time.Duration{benchServerCPU(b, src) - srcCPU, benchServerCPU(b, dumpTgt) - tgtCPU}
+		if got := dumpTgt.QueryString(b, benchChecksum); got != want {
+			b.Fatalf("pg_dump | psql target checksum %s, source %s", got, want)
+		}
+		if got := pkCount(dumpTgt); got != wantPKs {
+			b.Fatalf("pg_dump | psql target has %s primary keys, the source %s", got, wantPKs)
+		}
+		b.Logf("round %s: pg_dump | psql: %v", round, r.dumpRestore.Round(time.Millisecond))
+	}
+
+	contenders := []func(){relay, native, dump}
+	first := int(benchFirst.Add(1) - 1)
+	for k := range contenders {
+		contenders[(first+k)%len(contenders)]()
+	}
+	// The round's copies are checked: their servers go now (their files
+	// when the benchmark ends), not to hold memory through the next rounds.
+	for _, pg := range []*harness.PG{relayTgt, nativeTgt, dumpTgt} {
+		pg.Crash(b)
+	}
 	return r
 }
