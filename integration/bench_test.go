@@ -661,26 +661,30 @@ func benchSnapshotOnce(b *testing.B, bin string, iter, tgt, rounds int) []benchS
 // with it on gave pgrelay 1.74-2.35 s, eight without 1.67-2.04 s.
 var benchNoAutovacuum = harness.WithSetting("autovacuum", "off")
 
-// benchSnapshotRound copies src once with each contender, into new target
-// servers of major tgt, and checks each copy against the source's checksum
-// want and primary keys.
+// benchSnapshotRound copies src once with each contender and checks each
+// copy against the source's checksum want and primary keys. Each contender
+// gets a target server of major tgt started just before it and removed
+// just after it, so that each starts in the same state: right after the
+// previous copy's server and files were freed. On the VM these figures come
+// from, memory freed a moment before is cheap to write into and memory the
+// kernel has handed back to the hypervisor (free page reporting; DAMON
+// pages out page cache idle for a minute) dear: writing 1 GB into new page
+// cache took 0.21-0.26 s of kernel time in the first case, 1.7-3.5 s in the
+// second. With the three targets started together at the start of a round,
+// whichever contender came first got the memory the last round had freed:
+// pgrelay took 1.9-2.1 s when first and 2.8-3.3 s otherwise.
 func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, round, want string) benchSnapshotResult {
 	b.Helper()
 	var r benchSnapshotResult
-	relayTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
-	nativeTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
-	dumpTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
 	pkCount := func(pg *harness.PG) string {
 		return pg.QueryString(b, "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary AND i.indisvalid")
 	}
 	wantPKs := pkCount(src)
 
-	// The native subscription copies into tables created by pg_dump -s.
-	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
-		benchLibpqEnv(nativeTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
-
 	// pgrelay migrate into an empty database: slot, copy, indexes, catch up.
 	relay := func() {
+		relayTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
+		defer relayTgt.Destroy(b)
 		slot := "bench_snap_" + round
 		benchQuiesce(b)
 		srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, relayTgt)
@@ -702,6 +706,11 @@ func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, roun
 
 	// Native initial table sync.
 	native := func() {
+		nativeTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
+		defer nativeTgt.Destroy(b)
+		// The subscription copies into tables created by pg_dump -s.
+		benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
+			benchLibpqEnv(nativeTgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
 		benchQuiesce(b)
 		srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, nativeTgt)
 		start := time.Now()
@@ -721,6 +730,8 @@ func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, roun
 
 	// pg_dump | psql: schema and data into an empty database.
 	dump := func() {
+		dumpTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
+		defer dumpTgt.Destroy(b)
 		benchQuiesce(b)
 		srcCPU, tgtCPU := benchServerCPU(b, src), benchServerCPU(b, dumpTgt)
 		r.dumpRestore = benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
@@ -740,11 +751,6 @@ func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, roun
 	first := int(benchFirst.Add(1) - 1)
 	for k := range contenders {
 		contenders[(first+k)%len(contenders)]()
-	}
-	// The round's copies are checked: their servers go now (their files
-	// when the benchmark ends), not to hold memory through the next rounds.
-	for _, pg := range []*harness.PG{relayTgt, nativeTgt, dumpTgt} {
-		pg.Crash(b)
 	}
 	return r
 }

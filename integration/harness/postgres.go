@@ -290,6 +290,15 @@ func (p *PG) Crash(t testing.TB) {
 	p.srv.stop(syscall.SIGQUIT)
 }
 
+// Destroy stops the dedicated server at once and removes its files, freeing
+// their memory now rather than when the test ends. The PG is unusable after.
+func (p *PG) Destroy(t testing.TB) {
+	t.Helper()
+	p.mustBeDedicated(t, "Destroy")
+	p.closeConn()
+	p.srv.shutdown()
+}
+
 // Start starts the stopped dedicated server again, on the same port, and
 // waits until it accepts connections.
 func (p *PG) Start(t testing.TB) {
