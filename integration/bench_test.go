@@ -645,14 +645,20 @@ func benchSnapshotOnce(b *testing.B, bin string, iter, tgt, rounds int) []benchS
 		b.Fatalf("table size: %v", err)
 	}
 	want := src.QueryString(b, benchChecksum)
+	wantPKs := benchPKCount(b, src)
 	b.Logf("source: %.0f MB of table data, checksum %s", benchMB(data), want)
 	var rs []benchSnapshotResult
 	for k := range rounds {
-		r := benchSnapshotRound(b, bin, src, tgt, fmt.Sprintf("%d_%d", iter, k), want)
+		r := benchSnapshotRound(b, bin, src, tgt, fmt.Sprintf("%d_%d", iter, k), want, wantPKs)
 		r.dataBytes = data
 		rs = append(rs, r)
 	}
 	return rs
+}
+
+// benchPKCount is the number of valid primary keys of pg's public tables.
+func benchPKCount(b *testing.B, pg *harness.PG) string {
+	return pg.QueryString(b, "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary AND i.indisvalid")
 }
 
 // benchNoAutovacuum is the benchmark servers' setting: a worker that started
@@ -662,7 +668,8 @@ func benchSnapshotOnce(b *testing.B, bin string, iter, tgt, rounds int) []benchS
 var benchNoAutovacuum = harness.WithSetting("autovacuum", "off")
 
 // benchSnapshotRound copies src once with each contender and checks each
-// copy against the source's checksum want and primary keys. Each contender
+// copy against the source's checksum want and its count of valid primary
+// keys, wantPKs. Each contender
 // gets a target server of major tgt started just before it and removed
 // just after it, so that each starts in the same state: right after the
 // previous copy's server and files were freed. On the VM these figures come
@@ -673,14 +680,9 @@ var benchNoAutovacuum = harness.WithSetting("autovacuum", "off")
 // second. With the three targets started together at the start of a round,
 // whichever contender came first got the memory the last round had freed:
 // pgrelay took 1.9-2.1 s when first and 2.8-3.3 s otherwise.
-func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, round, want string) benchSnapshotResult {
+func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, round, want, wantPKs string) benchSnapshotResult {
 	b.Helper()
 	var r benchSnapshotResult
-	pkCount := func(pg *harness.PG) string {
-		return pg.QueryString(b, "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND i.indisprimary AND i.indisvalid")
-	}
-	wantPKs := pkCount(src)
-
 	// pgrelay migrate into an empty database: slot, copy, indexes, catch up.
 	relay := func() {
 		relayTgt := harness.Postgres(b, tgt, benchNoAutovacuum)
@@ -694,7 +696,7 @@ func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, roun
 		if got := relayTgt.QueryString(b, benchChecksum); got != want {
 			b.Fatalf("pgrelay target checksum %s, source %s", got, want)
 		}
-		if got := pkCount(relayTgt); got != wantPKs {
+		if got := benchPKCount(b, relayTgt); got != wantPKs {
 			b.Fatalf("pgrelay target has %s primary keys, the source %s", got, wantPKs)
 		}
 		src.Exec(b, "SELECT pg_catalog.pg_drop_replication_slot($1)", slot)
@@ -741,7 +743,7 @@ func benchSnapshotRound(b *testing.B, bin string, src *harness.PG, tgt int, roun
 		if got := dumpTgt.QueryString(b, benchChecksum); got != want {
 			b.Fatalf("pg_dump | psql target checksum %s, source %s", got, want)
 		}
-		if got := pkCount(dumpTgt); got != wantPKs {
+		if got := benchPKCount(b, dumpTgt); got != wantPKs {
 			b.Fatalf("pg_dump | psql target has %s primary keys, the source %s", got, wantPKs)
 		}
 		b.Logf("round %s: pg_dump | psql: %v", round, r.dumpRestore.Round(time.Millisecond))
