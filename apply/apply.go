@@ -306,7 +306,15 @@ func (a *Applier) Flush(ctx context.Context) error {
 	if a.failed != nil {
 		return a.failed
 	}
-	if !a.started || a.inGroupTxn() {
+	if !a.started {
+		return nil
+	}
+	if a.inGroupTxn() {
+		// The group cannot commit in the middle of a source transaction; the
+		// group sent before it may have committed meanwhile.
+		if err := a.settle(ctx); err != nil {
+			return a.fail(ctx, err)
+		}
 		return nil
 	}
 	err := a.commitGroupOr(ctx, true)
@@ -399,12 +407,29 @@ func (a *Applier) Close(ctx context.Context) error {
 // retryable when it is a value the target refused for a type that has changed
 // on the source since its Relation message (see sink.ErrValueRejected).
 func (a *Applier) fail(ctx context.Context, err error) error {
+	a.settleBeforeFail(ctx)
 	if rerr := a.rollback(ctx); rerr != nil {
 		a.log.Warn("rollback after error failed", "err", rerr)
 	}
 	err = a.typeChanged(ctx, err)
 	a.failed = err
 	return err
+}
+
+// settleBeforeFail learns the outcome of the group commit sent before a
+// failure (a signal that cut apply short, a change the target refused),
+// which completes or fails on its own: when it committed, its transactions
+// count durable, so that the durable position reported and acknowledged is
+// the one the target holds, not the one before it.
+func (a *Applier) settleBeforeFail(ctx context.Context) {
+	if a.outstanding == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := a.settle(sctx); err != nil {
+		a.log.Debug("the group commit sent before the failure did not complete", "err", err)
+	}
 }
 
 // behindSink is the optional capability of a sink that can leave a table's

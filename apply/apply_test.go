@@ -381,6 +381,44 @@ func TestLargeBufferedTransactionKeptOutOfGroup(t *testing.T) {
 	h.noProblems()
 }
 
+// TestAsyncCommitSettledAtStop: when apply stops with a group commit
+// outstanding, in the middle of the next source transaction (Flush) or on a
+// failure (a signal cutting a change short), the outstanding commit's outcome
+// is learned and, as it committed, counted durable: the position reported at
+// the stop is the one the target holds, not the one before.
+func TestAsyncCommitSettledAtStop(t *testing.T) {
+	for _, stop := range []string{"flush", "failure"} {
+		t.Run(stop, func(t *testing.T) {
+			s := applytest.New(0)
+			s.Async = true
+			cfg := testConfig(t)
+			cfg.GroupMaxRows = 2
+			cfg.GroupMaxDelay = time.Hour
+			h := newHarness(t, cfg, s)
+			h.feed(0x10, rel(1, "v"))
+			h.txn(1, 0x100, "1")
+			h.txn(2, 0x110, "2") // group committed, outcome outstanding
+			h.feed(0x11f, begin(3, 0x120), ins(1, "3", "v3"))
+			h.durable(0)
+			if stop == "flush" {
+				h.flush()
+				h.durable(0x118)
+				return
+			}
+			s.Fail = func(call string) error {
+				if strings.HasPrefix(call, "insert public.t1 (4") {
+					return context.Canceled
+				}
+				return nil
+			}
+			if err := h.a.Handle(context.Background(), 0x11f, ins(1, "4", "v4")); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Handle of the change the stop cut short: %v, want context.Canceled", err)
+			}
+			h.durable(0x118)
+		})
+	}
+}
+
 // TestAsyncCommit: a group commit whose outcome the sink tells later
 // (sink.AsyncCommitter) counts as durable only once settled, and a failed one
 // fails the applier at the next step without moving the durable position.
