@@ -497,7 +497,7 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		}
 	}
 	// Everything committed is acknowledged before the stream closes.
-	if err := applier.Flush(context.WithoutCancel(ctx)); err != nil && applyErr == nil {
+	if err := applier.Flush(context.WithoutCancel(ctx)); err != nil && applyErr == nil && !stoppedMidGroup(ctx, err, caughtUp.Load()) {
 		applyErr = err
 	}
 	st.Ack(applier.Durable())
@@ -526,6 +526,15 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		return errMigrateInterrupted
 	}
 	return nil
+}
+
+// stoppedMidGroup tells the error of a group of transactions a signal cut
+// short (its statements were on their way when apply stopped): the target
+// rolls it back, the durable position does not count it, and the next run
+// applies it again from the position the target stores. It is how a stop
+// looks, not a fault to report.
+func stoppedMidGroup(ctx context.Context, err error, caughtUp bool) bool {
+	return ctx.Err() != nil && !caughtUp && errors.Is(err, context.Canceled)
 }
 
 // watchPublication repeats, every PGRELAY_PUBLICATION_CHECK_INTERVAL while
