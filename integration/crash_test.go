@@ -111,8 +111,9 @@ func testCrashContinuousWriter(t *testing.T, major int) {
 // that a group of source transactions is on its way to the target when the
 // signal comes. The stop is clean: exit 0, "stopped cleanly" with the
 // durable position, and no error logged for the group the signal cut short
-// (the target rolled it back; the next run applies it). Then nothing is
-// missing or doubled.
+// (the target rolled it back; the next run applies it); likewise for a stop
+// in the middle of one big transaction's COPY. Then nothing is missing or
+// doubled.
 func TestStopMidGroup(t *testing.T) {
 	e := e2ePair(t, harness.Majors()[0])
 	e.src.Exec(t, "CREATE TABLE backlog (id bigint PRIMARY KEY, note text)")
@@ -121,6 +122,22 @@ func TestStopMidGroup(t *testing.T) {
 	p.waitLog(t, "streaming", time.Minute)
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	// checkClean checks the log of a stop: "stopped cleanly" with the position
+	// the target stores, and no error or warning.
+	checkClean := func(what string, p *e2eProc) {
+		t.Helper()
+		stopped := p.waitLog(t, "stopped cleanly", 0)
+		durable := e2eLSN(t, "durable_lsn of the stop line", stopped.str("durable_lsn"))
+		stored := e2eLSN(t, "pgrelay.progress", e.tgt.QueryString(t, "SELECT lsn::text FROM pgrelay.progress WHERE slot = $1", e.slot))
+		if durable != stored {
+			t.Errorf("%s: the stop logged durable %s, the target stores %s\n%s", what, durable, stored, p.logs())
+		}
+		for _, l := range p.logLines() {
+			if l.str("level") == "ERROR" || l.str("level") == "WARN" {
+				t.Errorf("%s: a clean stop logged %s %q: %v", what, l.str("level"), l.str("msg"), l)
+			}
+		}
 	}
 	next := 0
 	for round := 1; round <= 3; round++ {
@@ -134,20 +151,21 @@ func TestStopMidGroup(t *testing.T) {
 		if code := p.term(t, time.Minute); code != 0 {
 			t.Fatalf("round %d: replicate exited %d after SIGTERM, want 0; log:\n%s", round, code, p.logs())
 		}
-		stopped := p.waitLog(t, "stopped cleanly", 0)
-		durable := e2eLSN(t, "durable_lsn of the stop line", stopped.str("durable_lsn"))
-		stored := e2eLSN(t, "pgrelay.progress", e.tgt.QueryString(t, "SELECT lsn::text FROM pgrelay.progress WHERE slot = $1", e.slot))
-		if durable != stored {
-			t.Errorf("round %d: the stop logged durable %s, the target stores %s\n%s", round, durable, stored, p.logs())
-		}
-		for _, l := range p.logLines() {
-			if l.str("level") == "ERROR" || l.str("level") == "WARN" {
-				t.Errorf("round %d: a clean stop logged %s %q: %v", round, l.str("level"), l.str("msg"), l)
-			}
-		}
+		checkClean(fmt.Sprintf("round %d", round), p)
 		after := e.tgt.QueryString(t, "SELECT count(*) FROM backlog")
 		t.Logf("round %d: %s rows before, %s after the stop, of %d", round, before, after, next)
 	}
+	// One big transaction (1,500 rows of 48 kB), stopped while its rows are
+	// on their way to the target in a COPY: a COPY the signal cut short is a
+	// stop too, not an error.
+	p = e.start("replicate")
+	e2eSync(t, e, p, 3*time.Minute)
+	e.src.Exec(t, fmt.Sprintf(`INSERT INTO backlog SELECT n, (SELECT string_agg(md5(random()::text || j || n), '') FROM generate_series(1, 1500) AS k(j)) FROM generate_series(%d, %d) AS g(n)`, next+1, next+1500))
+	e2eWaitTarget(t, e, p, time.Minute, "a COPY into backlog", "SELECT count(*) > 0 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY %backlog%'")
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate stopped during a COPY exited %d after SIGTERM, want 0; log:\n%s", code, p.logs())
+	}
+	checkClean("stop during a COPY", p)
 	final := e.start("replicate")
 	e2eSync(t, e, final, 3*time.Minute)
 	e2eCompare(t, e)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -197,6 +198,27 @@ func TestClassify(t *testing.T) {
 
 // A change's value the target refuses (class 22, or a domain's check) is marked
 // for the applier, which retries it only after a type changed on the source.
+func TestCutBy(t *testing.T) {
+	closed := errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection")
+	pgErr := &pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint"}
+	live := context.Background()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := cutBy(live, closed); err != closed {
+		t.Errorf("live context: %v, want the error unchanged", err)
+	}
+	if err := cutBy(ended, closed); !errors.Is(err, context.Canceled) || !errors.Is(err, closed) {
+		t.Errorf("ended context, connection closed by the cancel: %v, want it to wrap both", err)
+	}
+	if err := cutBy(ended, pgErr); errors.Is(err, context.Canceled) {
+		t.Errorf("ended context, the target's own error: %v, want it unchanged (a fault, not a stop)", err)
+	}
+	already := fmt.Errorf("copy: %w", context.Canceled)
+	if err := cutBy(ended, already); err != already {
+		t.Errorf("ended context, error already the cancellation: %v, want it unchanged", err)
+	}
+}
+
 func TestClassifyValueRejected(t *testing.T) {
 	for _, c := range []struct {
 		err      error

@@ -693,6 +693,7 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 	if err == nil {
 		return nil
 	}
+	err = cutBy(ctx, err)
 	lost := conn.IsClosed()
 	failed := done
 	if failed >= len(ops) {
@@ -771,7 +772,7 @@ type copyJob struct {
 // Tx state: sendAsyncThen runs it on another goroutine.
 func (s *Sink) copyRun(ctx context.Context, conn *pgx.Conn, c *copyJob) error {
 	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(c.data), c.sql); err != nil {
-		ce := &ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: err}
+		ce := &ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: cutBy(ctx, err)}
 		if line := copyLine(err); line >= 1 && line <= len(c.lsns) {
 			ce.LSN, ce.LastLSN = c.lsns[line-1], 0
 		}
@@ -780,6 +781,18 @@ func (s *Sink) copyRun(ctx context.Context, conn *pgx.Conn, c *copyJob) error {
 	s.stats.copyRuns.Add(1)
 	s.stats.copyRows.Add(int64(len(c.lsns)))
 	return nil
+}
+
+// cutBy marks err as ctx's end when ctx ended and the target did not answer
+// with an error of its own: pgconn reports a COPY that a cancelled context cut
+// short as the read error of the connection it closed ("use of closed network
+// connection"), which would read as a fault rather than a stop.
+func cutBy(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) && !errors.As(err, &pgErr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
 
 // resolveTimeout bounds the check of a commit or prepare whose outcome was lost.
