@@ -868,3 +868,63 @@ func TestStreamStatusWhileIdle(t *testing.T) {
 		t.Fatalf("Run took %v to return after its context was cancelled", took)
 	}
 }
+
+// A clean stop while the walsender is busy decoding a backlog leaves the slot
+// at the acked position. Closing the connection right after the final status
+// update lost it whenever the walsender's next write found the socket closed
+// before it had read the update: the slot stayed where the last periodic
+// update had put it.
+func TestStreamCleanStopWhileServerDecodes(t *testing.T) {
+	major := harness.Majors()[0]
+	pg := harness.Postgres(t, major)
+	ctx := withTimeout(t, 3*time.Minute)
+	conn := pg.Conn(t)
+	pg.Exec(t, "CREATE TABLE busy_items (id int PRIMARY KEY, v text)")
+	if _, err := source.EnsurePublication(ctx, conn, "busy_pub", []string{"public.busy_items"}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := source.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := rc.CreateSlot(ctx, "busy_slot", source.SlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.Close(ctx)
+	// A backlog of 600 transactions of ~48 kB of TOASTed text each: decoding
+	// keeps the walsender busy and its socket unread.
+	pg.Exec(t, `DO $$
+		BEGIN
+			FOR i IN 1..600 LOOP
+				INSERT INTO busy_items VALUES (i, (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 1500)));
+				COMMIT;
+			END LOOP;
+		END $$`)
+
+	for round := range 14 {
+		start := source.LSN(0)
+		if round == 0 {
+			start = info.ConsistentPoint
+		}
+		// The status period is long: only the final update can move the slot.
+		rs := startStream(t, pg, "busy_slot", start, source.StreamOptions{Publication: "busy_pub", StatusInterval: time.Hour})
+		var acked source.LSN
+		for commits := 0; commits < 25; {
+			if g := rs.next(t, 30*time.Second); g.typ == source.MsgCommit {
+				acked = g.endLSN
+				commits++
+			}
+		}
+		rs.Ack(acked)
+		// The consumer keeps taking frames, as apply does, while Run stops.
+		go func() {
+			for range rs.Frames() {
+			}
+		}()
+		rs.stop(t)
+		if got := pg.QueryString(t, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'busy_slot'"); got != acked.String() {
+			t.Fatalf("round %d: after a clean stop the slot's confirmed_flush_lsn is %s, want the acked %s", round, got, acked)
+		}
+	}
+}

@@ -29,8 +29,16 @@ type fakeWalsender struct {
 	startReplies []*pgproto3.ErrorResponse
 
 	statuses chan statusUpdate // status updates received while streaming
-	sendMu   sync.Mutex
-	done     chan struct{}
+	// events lists, in order, what the client sent while streaming: "status"
+	// for a status update, "copydone" for CopyDone.
+	events chan string
+	// A client's CopyDone is answered as a walsender does (CopyDone,
+	// CommandComplete, ReadyForQuery) after sending tail as XLogData, or not
+	// at all when ignoreCopyDone.
+	tail           [][]byte
+	ignoreCopyDone bool
+	sendMu         sync.Mutex
+	done           chan struct{}
 }
 
 type statusUpdate struct {
@@ -51,6 +59,7 @@ func dialFake(t *testing.T, f *fakeWalsender) *ReplConn {
 	}
 	f.queries = make(chan string, 16)
 	f.statuses = make(chan statusUpdate, 1024)
+	f.events = make(chan string, 1024)
 	f.done = make(chan struct{})
 	go f.serve()
 	t.Cleanup(func() {
@@ -155,6 +164,16 @@ func (f *fakeWalsender) readStatuses() {
 				clientTime:     time.UnixMicro(int64(binary.BigEndian.Uint64(d[25:])) + pgEpochMicros),
 				replyRequested: d[33] != 0,
 			}
+			f.events <- "status"
+		case *pgproto3.CopyDone:
+			f.events <- "copydone"
+			if f.ignoreCopyDone {
+				continue
+			}
+			for i, data := range f.tail {
+				f.xlog(LSN(0xF000+i), data)
+			}
+			f.send(&pgproto3.CopyDone{}, &pgproto3.CommandComplete{CommandTag: []byte("COPY 0")}, &pgproto3.ReadyForQuery{TxStatus: 'I'})
 		case *pgproto3.Terminate:
 			return
 		}

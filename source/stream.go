@@ -83,6 +83,7 @@ type Stream struct {
 	reportedWrite LSN
 	reportedFlush LSN
 	now           func() time.Time
+	finishWait    time.Duration // finishTimeout; tests shorten it
 }
 
 // StartReplication starts streaming slot from start through the publication. A
@@ -127,13 +128,14 @@ func newStream(conn *pgconn.PgConn, slot string, start LSN, o StreamOptions) *St
 		maxBytes = DefaultBufferBytes
 	}
 	s := &Stream{
-		conn:     conn,
-		slot:     slot,
-		frames:   make(chan Frame, frames),
-		interval: interval,
-		maxBytes: maxBytes,
-		inChan:   newFrameSizes(frames + 1),
-		now:      time.Now,
+		conn:       conn,
+		slot:       slot,
+		frames:     make(chan Frame, frames),
+		interval:   interval,
+		maxBytes:   maxBytes,
+		inChan:     newFrameSizes(frames + 1),
+		now:        time.Now,
+		finishWait: finishTimeout,
 	}
 	s.acked.Store(uint64(start))
 	s.received.Store(uint64(start))
@@ -275,7 +277,8 @@ func (s *Stream) noteReceived(lsn LSN) {
 // Run is the receive loop. It reads the stream, hands each message to Frames,
 // answers keepalives that ask for a reply at once with the acked position, and
 // sends a status update every StatusInterval. It returns when ctx is done (after
-// a final status update with the acked position; the result is ctx's error) or on
+// a final status update with the acked position, which finish makes sure the
+// server has read; the result is ctx's error) or on
 // the first error, and closes Frames on return. It may be called once; afterwards
 // close the ReplConn.
 func (s *Stream) Run(ctx context.Context) error {
@@ -290,7 +293,48 @@ func (s *Stream) Run(ctx context.Context) error {
 	if serr := s.sendStatus(); serr != nil {
 		return fmt.Errorf("source: replication stream: final status update: %w (after %w)", serr, ctx.Err())
 	}
+	s.finish()
 	return ctx.Err()
+}
+
+// finishTimeout bounds how long a clean stop waits for the server to answer
+// its CopyDone.
+const finishTimeout = 5 * time.Second
+
+// finish ends the copy after the final status update: it sends CopyDone and
+// reads, dropping whatever still arrives, until the server's CopyDone. The
+// server reads its socket in order, so its CopyDone means the final status
+// update was read too and confirmed_flush_lsn holds the acked position.
+// Closing at once could lose that update: a walsender busy decoding does not
+// read its socket, and when its next write then finds the socket closed it
+// exits without reading what waits there, leaving the slot behind what the
+// target holds (harmless, the next start confirms it, but status shows lag
+// and the source keeps WAL). After finishTimeout (a walsender decoding one
+// huge record) or an error it gives up and leaves the closing to Close.
+func (s *Stream) finish() {
+	nc := s.conn.Conn()
+	deadline := time.Now().Add(s.finishWait)
+	_ = nc.SetWriteDeadline(deadline)
+	_ = nc.SetReadDeadline(deadline)
+	defer func() {
+		_ = nc.SetWriteDeadline(time.Time{})
+		_ = nc.SetReadDeadline(time.Time{})
+	}()
+	fe := s.conn.Frontend()
+	fe.Send(&pgproto3.CopyDone{})
+	if err := fe.Flush(); err != nil {
+		return
+	}
+	for {
+		msg, err := s.conn.ReceiveMessage(context.Background())
+		if err != nil {
+			return
+		}
+		switch msg.(type) {
+		case *pgproto3.CopyDone, *pgproto3.CommandComplete, *pgproto3.ErrorResponse, *pgproto3.ReadyForQuery:
+			return
+		}
+	}
 }
 
 func (s *Stream) loop(ctx context.Context) error {
@@ -299,10 +343,18 @@ func (s *Stream) loop(ctx context.Context) error {
 	// call, which cost more than decoding the message. Cancelling ctx moves
 	// the deadline to now, which ends a blocked read.
 	nc := s.conn.Conn()
-	stop := context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Now()) })
+	cut := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = nc.SetReadDeadline(time.Now())
+		close(cut)
+	})
 	defer func() {
 		if stop() {
 			_ = nc.SetReadDeadline(time.Time{})
+		} else {
+			// Wait for the cut, so that it does not override the deadline
+			// finish sets next.
+			<-cut
 		}
 	}()
 	// The first status update goes out at once: it confirms the start

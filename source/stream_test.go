@@ -459,3 +459,78 @@ func TestStreamIdleTicksSendStatus(t *testing.T) {
 		}
 	}
 }
+
+// waitRun waits for Run's result.
+func waitRun(t *testing.T, done <-chan error, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(within):
+		t.Fatalf("Run did not return within %v", within)
+		return nil
+	}
+}
+
+// lastEvents returns the last n of the events the fake has seen so far.
+func (f *fakeWalsender) lastEvents(n int) []string {
+	var all []string
+	for {
+		select {
+		case e := <-f.events:
+			all = append(all, e)
+		default:
+			return all[max(0, len(all)-n):]
+		}
+	}
+}
+
+func TestStreamCleanStopWaitsForServerCopyDone(t *testing.T) {
+	// The server sends two more messages before its CopyDone: they are read
+	// and dropped, not handed to the consumer.
+	f := &fakeWalsender{tail: [][]byte{[]byte("Ilate1"), []byte("Ilate2")}}
+	_, s := startFake(t, f, 0x100, StreamOptions{StatusInterval: time.Hour})
+	<-f.queries
+	s.finishWait = time.Hour // only the server's CopyDone ends the wait
+	cancel, done := runStream(t, s)
+	f.nextStatus(t, 2*time.Second)
+	f.xlog(0x200, []byte("Bfirst"))
+	if fr := <-s.Frames(); string(fr.Data) != "Bfirst" {
+		t.Fatalf("frame %q", fr.Data)
+	}
+	s.Ack(0x300)
+	cancel()
+	if err := waitRun(t, done, 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if st := f.nextStatus(t, time.Second); st.flush != 0x300 {
+		t.Fatalf("final status = %+v, want flush 0/300", st)
+	}
+	// The final status update goes out before CopyDone, and nothing after.
+	if ev := f.lastEvents(2); len(ev) != 2 || ev[0] != "status" || ev[1] != "copydone" {
+		t.Fatalf("the client's last messages = %v, want [status copydone]", ev)
+	}
+	for fr := range s.Frames() {
+		t.Errorf("frame %q reached the consumer after the stop", fr.Data)
+	}
+}
+
+func TestStreamCleanStopGivesUpWithoutServerCopyDone(t *testing.T) {
+	f := &fakeWalsender{ignoreCopyDone: true}
+	_, s := startFake(t, f, 0x100, StreamOptions{StatusInterval: time.Hour})
+	<-f.queries
+	s.finishWait = 50 * time.Millisecond
+	cancel, done := runStream(t, s)
+	f.nextStatus(t, 2*time.Second)
+	s.Ack(0x180)
+	cancel()
+	if err := waitRun(t, done, 10*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if st := f.nextStatus(t, time.Second); st.flush != 0x180 {
+		t.Fatalf("final status = %+v, want flush 0/180", st)
+	}
+	if ev := f.lastEvents(2); len(ev) != 2 || ev[0] != "status" || ev[1] != "copydone" {
+		t.Fatalf("the client's last messages = %v, want [status copydone]", ev)
+	}
+}
