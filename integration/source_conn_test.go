@@ -821,6 +821,26 @@ func TestSlotInvalidated(t *testing.T) {
 	}
 }
 
+// publishedSlot creates a table by ddl, a publication pub of it (table is its
+// qualified name) and a slot, and returns what CREATE_REPLICATION_SLOT said.
+func publishedSlot(t *testing.T, ctx context.Context, pg *harness.PG, ddl, table, pub, slot string) source.SlotInfo {
+	t.Helper()
+	pg.Exec(t, ddl)
+	if _, err := source.EnsurePublication(ctx, pg.Conn(t), pub, []string{table}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := source.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close(ctx)
+	info, err := rc.CreateSlot(ctx, slot, source.SlotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
 // An idle stream reports an ack with its next periodic status update: the
 // receive loop wakes up for it although no message arrives, and a cancelled
 // Run returns at once, not at the next status period.
@@ -828,20 +848,7 @@ func TestStreamStatusWhileIdle(t *testing.T) {
 	major := harness.Majors()[0]
 	pg := harness.Postgres(t, major)
 	ctx := withTimeout(t, 2*time.Minute)
-	conn := pg.Conn(t)
-	pg.Exec(t, "CREATE TABLE idle_items (id int PRIMARY KEY)")
-	if _, err := source.EnsurePublication(ctx, conn, "idle_pub", []string{"public.idle_items"}); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := source.Connect(ctx, pg.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := rc.CreateSlot(ctx, "idle_slot", source.SlotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = rc.Close(ctx)
+	info := publishedSlot(t, ctx, pg, "CREATE TABLE idle_items (id int PRIMARY KEY)", "public.idle_items", "idle_pub", "idle_slot")
 	pg.Exec(t, "INSERT INTO idle_items VALUES (1)")
 
 	rs := startStream(t, pg, "idle_slot", info.ConsistentPoint, source.StreamOptions{Publication: "idle_pub", StatusInterval: 300 * time.Millisecond})
@@ -878,20 +885,7 @@ func TestStreamCleanStopWhileServerDecodes(t *testing.T) {
 	major := harness.Majors()[0]
 	pg := harness.Postgres(t, major)
 	ctx := withTimeout(t, 3*time.Minute)
-	conn := pg.Conn(t)
-	pg.Exec(t, "CREATE TABLE busy_items (id int PRIMARY KEY, v text)")
-	if _, err := source.EnsurePublication(ctx, conn, "busy_pub", []string{"public.busy_items"}); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := source.Connect(ctx, pg.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := rc.CreateSlot(ctx, "busy_slot", source.SlotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = rc.Close(ctx)
+	info := publishedSlot(t, ctx, pg, "CREATE TABLE busy_items (id int PRIMARY KEY, v text)", "public.busy_items", "busy_pub", "busy_slot")
 	// A backlog of 600 transactions of ~48 kB of TOASTed text each: decoding
 	// keeps the walsender busy and its socket unread.
 	pg.Exec(t, `DO $$

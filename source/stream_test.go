@@ -460,15 +460,25 @@ func TestStreamIdleTicksSendStatus(t *testing.T) {
 	}
 }
 
-// waitRun waits for Run's result.
-func waitRun(t *testing.T, done <-chan error, within time.Duration) error {
+// cleanStop cancels Run and checks a clean stop: Run returns ctx's error, the
+// final status update confirms acked, and the client's last messages are that
+// update, then CopyDone.
+func cleanStop(t *testing.T, f *fakeWalsender, cancel func(), done <-chan error, acked LSN) {
 	t.Helper()
+	cancel()
 	select {
 	case err := <-done:
-		return err
-	case <-time.After(within):
-		t.Fatalf("Run did not return within %v", within)
-		return nil
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of cancel")
+	}
+	if st := f.nextStatus(t, time.Second); st.flush != acked {
+		t.Fatalf("final status = %+v, want flush %v", st, acked)
+	}
+	if ev := f.lastEvents(2); len(ev) != 2 || ev[0] != "status" || ev[1] != "copydone" {
+		t.Fatalf("the client's last messages = %v, want [status copydone]", ev)
 	}
 }
 
@@ -499,17 +509,7 @@ func TestStreamCleanStopWaitsForServerCopyDone(t *testing.T) {
 		t.Fatalf("frame %q", fr.Data)
 	}
 	s.Ack(0x300)
-	cancel()
-	if err := waitRun(t, done, 10*time.Second); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v, want context.Canceled", err)
-	}
-	if st := f.nextStatus(t, time.Second); st.flush != 0x300 {
-		t.Fatalf("final status = %+v, want flush 0/300", st)
-	}
-	// The final status update goes out before CopyDone, and nothing after.
-	if ev := f.lastEvents(2); len(ev) != 2 || ev[0] != "status" || ev[1] != "copydone" {
-		t.Fatalf("the client's last messages = %v, want [status copydone]", ev)
-	}
+	cleanStop(t, f, cancel, done, 0x300)
 	for fr := range s.Frames() {
 		t.Errorf("frame %q reached the consumer after the stop", fr.Data)
 	}
@@ -523,14 +523,5 @@ func TestStreamCleanStopGivesUpWithoutServerCopyDone(t *testing.T) {
 	cancel, done := runStream(t, s)
 	f.nextStatus(t, 2*time.Second)
 	s.Ack(0x180)
-	cancel()
-	if err := waitRun(t, done, 10*time.Second); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v, want context.Canceled", err)
-	}
-	if st := f.nextStatus(t, time.Second); st.flush != 0x180 {
-		t.Fatalf("final status = %+v, want flush 0/180", st)
-	}
-	if ev := f.lastEvents(2); len(ev) != 2 || ev[0] != "status" || ev[1] != "copydone" {
-		t.Fatalf("the client's last messages = %v, want [status copydone]", ev)
-	}
+	cleanStop(t, f, cancel, done, 0x180)
 }

@@ -196,8 +196,8 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// A change's value the target refuses (class 22, or a domain's check) is marked
-// for the applier, which retries it only after a type changed on the source.
+// A COPY or batch cut short by the stop signal reads as the cancellation, not
+// as the closed connection; the target's own errors stay faults.
 func TestCutBy(t *testing.T) {
 	closed := errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection")
 	pgErr := &pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint"}
@@ -219,6 +219,8 @@ func TestCutBy(t *testing.T) {
 	}
 }
 
+// A change's value the target refuses (class 22, or a domain's check) is marked
+// for the applier, which retries it only after a type changed on the source.
 func TestClassifyValueRejected(t *testing.T) {
 	for _, c := range []struct {
 		err      error
