@@ -104,9 +104,12 @@ type txn struct {
 	srcGID   string     // the source's GID of a prepared transaction
 	beginLSN source.LSN // Begin.FinalLSN or BeginPrepare.PrepareLSN
 	skip     bool
-	rows     int
-	buf      *txnBuffer // set when the transaction is buffered, not applied as it arrives
-	msgs     []*source.LogicalMessage
+	// held says a prepared transaction is held until its Commit Prepared and
+	// applied then, as a target that cannot prepare has it (see beginPrepare).
+	held bool
+	rows int
+	buf  *txnBuffer // set when the transaction is buffered, not applied as it arrives
+	msgs []*source.LogicalMessage
 }
 
 // preparedTxn is a transaction after its Prepare and before Commit/Rollback
@@ -1470,7 +1473,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	a.txnPreparedXid = m.Xid
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
-	t.skip = m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
+	t.skip = a.targetPrepared[gid]
 	if !t.skip {
 		done, err := a.preparedCommitted(ctx, gid, m.EndLSN)
 		if err != nil {
@@ -1478,11 +1481,22 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 		}
 		t.skip = done
 	}
+	// Prepared before the stored position, and neither prepared nor known
+	// committed on the target: either sent again after a restart although
+	// it was applied and finished (its Commit or Rollback Prepared is then
+	// before the stored position too, and drops it), or prepared before the
+	// slot's two_phase_at (its consistent point, where the snapshot copy's
+	// position is): the source skipped it at its PREPARE, it is not in the
+	// copy, which did not see it committed, and the source sends it whole
+	// right before its COMMIT PREPARED. Either way it is held until that
+	// message and applied with it, as one target transaction at the commit's
+	// position, so that a second send after a restart is told apart.
+	t.held = !t.skip && m.EndLSN <= a.skipBelow
 	a.cur = t
 	if t.skip {
 		return nil
 	}
-	if a.twoPhase == nil || a.ddlCommits {
+	if t.held || a.twoPhase == nil || a.ddlCommits {
 		t.buf = a.spool.newBuffer(m.Xid)
 		return nil
 	}
@@ -1510,7 +1524,7 @@ func (a *Applier) prepare(ctx context.Context, lsn source.LSN, m *source.Prepare
 	if t.skip {
 		return nil
 	}
-	if a.twoPhase == nil {
+	if t.held || a.twoPhase == nil {
 		return a.hold(lsn, t.xid, t.gid, t.buf)
 	}
 	if t.buf != nil {
@@ -1534,6 +1548,9 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	}
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
 	if pt != nil && pt.buf != nil {
+		if a.twoPhase != nil {
+			a.log.Info("applying a transaction prepared before the stored position at its COMMIT PREPARED (prepared before the slot's consistent point, not in the snapshot copy)", "xid", m.Xid, "lsn", m.EndLSN)
+		}
 		a.txnLSN, a.txnXid = m.CommitLSN, m.Xid
 		a.txnPreparedXid = 0
 		return a.applyBuffered(ctx, pt.buf, p)

@@ -94,17 +94,64 @@ func TestTwoPhaseRestartPrepared(t *testing.T) {
 }
 
 func TestTwoPhaseRestartCommitted(t *testing.T) {
-	// COMMIT PREPARED went through but the position was not stored with it: the
+	// COMMIT PREPARED went through but the position was not stored with it,
+	// after a later transaction had moved the position past the prepare: the
 	// source sends the Commit Prepared again (and the body, already applied).
-	s := applytest.New(0x208)
+	s := applytest.New(0)
 	h := newHarness(t, testConfig(t), s)
 	h.feed(0x10, rel(1, "v"))
 	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
-	h.feed(0x300, commitPrepared(7, 0x300))
+	h.txn(8, 0x250, "8")
 	h.flush()
-	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
-	h.durable(0x308)
-	h.committed()
+	h.durable(0x258)
+	s.CommitPreparedLosingPosition(gid7)
+	s.Crash()
+
+	h2 := newHarness(t, testConfig(t), s)
+	h2.feed(0x10, rel(1, "v"))
+	h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	h2.feed(0x300, commitPrepared(7, 0x300))
+	h2.flush()
+	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
+	h2.durable(0x308)
+	h2.committed("insert public.t1 (8,v8)", "insert public.t1 (70,p)")
+	h2.noProblems()
+}
+
+// TestTwoPhasePreparedBeforeStart: a transaction prepared before the slot's
+// consistent point (where the snapshot copy's position is) and committed
+// after it is not in the copy; the source skips it at its PREPARE and sends
+// it whole right before its COMMIT PREPARED, with a prepare position before
+// the stored one. It is applied then, once: a second send after a restart
+// (the body again, then the Commit Prepared at or before the stored
+// position) changes nothing. So does the send again of a transaction that
+// was prepared and committed on the target before the stored position.
+func TestTwoPhasePreparedBeforeStart(t *testing.T) {
+	s := applytest.New(0x258) // the snapshot copy's position
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x2f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200), commitPrepared(7, 0x300))
+	h.txn(8, 0x350, "8")
+	h.flush()
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil",
+		"begin", "insert public.t1 (70,p)", "insert public.t1 (8,v8)", "commit 0/358")
+	h.durable(0x358)
+	if len(s.Prepared()) != 0 {
+		t.Fatalf("prepared on the target: %q", s.Prepared())
+	}
+	s.Crash()
+
+	h2 := newHarness(t, testConfig(t), s)
+	h2.feed(0x10, rel(1, "v"))
+	h2.feed(0x2f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200), commitPrepared(7, 0x300))
+	// Prepared after the consistent point and committed before the stored
+	// position, its bookkeeping on the target gone: sent again, dropped.
+	h2.feed(0x310, beginPrepare(9, 0x320), ins(1, "90", "q"), prepare(9, 0x320), commitPrepared(9, 0x340))
+	h2.txn(10, 0x400, "10")
+	h2.flush()
+	h2.durable(0x408)
+	h2.committed("insert public.t1 (70,p)", "insert public.t1 (8,v8)", "insert public.t1 (10,v10)")
+	h2.noProblems()
 }
 
 func TestTwoPhaseCommittedBeforePositionStored(t *testing.T) {
