@@ -15,7 +15,15 @@ type Sequence struct {
 	// Table and Column are the column it belongs to.
 	TableSchema, Table, Column string
 	Identity                   bool // an identity column's sequence, else owned (serial)
-	// Nextval is true when the column's default is nextval() of it.
+	// Shared is true when the sequence is not the column's own but belongs
+	// to the same column of an ancestor of its table: the partitioned
+	// table of a partition published on its own (publish_via_partition_root
+	// off), or an inheritance parent. Its partitions share it, and on the
+	// target, where each is a table of its own, each column gets a default
+	// of it (Nextval) without owning it; Identity is then false.
+	Shared bool
+	// Nextval is true when the column's default is nextval() of it (for a
+	// Shared one: of it, or the column is an identity column of it).
 	Nextval bool
 	// TypeName, Start, Increment, Min, Max, Cache and Cycle are its
 	// definition (pg_sequence).
@@ -43,28 +51,45 @@ func ReadSequences(ctx context.Context, conn *pgx.Conn, publication string) ([]S
 	// prepared transaction that altered or truncated it holds that lock until
 	// COMMIT PREPARED. A default never names a column (checked: no Var).
 	rows, err := conn.Query(ctx, `
-SELECT sn.nspname::text, s.relname::text, tn.nspname::text, t.relname::text, a.attname::text, d.deptype = 'i',
-       coalesce(CASE WHEN pg_catalog.strpos(ad.adbin::text, '{VAR ') = 0 THEN pg_catalog.pg_get_expr(ad.adbin, 0) END LIKE 'nextval(%', false),
+WITH RECURSIVE pub AS (
+	SELECT t.oid AS relid, tn.nspname::text AS nsp, t.relname::text AS rel
+	FROM pg_catalog.pg_publication_tables pt
+	JOIN pg_catalog.pg_namespace tn ON tn.nspname = pt.schemaname
+	JOIN pg_catalog.pg_class t ON t.relnamespace = tn.oid AND t.relname = pt.tablename
+	WHERE pt.pubname = $1
+), owner (relid, ownerid) AS (
+	-- each published table, and its ancestors: a partition's serial or
+	-- identity column takes its values from the partitioned table's sequence
+	SELECT relid, relid FROM pub
+	UNION
+	SELECT o.relid, i.inhparent FROM owner o JOIN pg_catalog.pg_inherits i ON i.inhrelid = o.ownerid
+)
+SELECT sn.nspname::text, s.relname::text, p.nsp, p.rel, a.attname::text,
+       d.deptype = 'i' AND o.ownerid = o.relid, o.ownerid <> o.relid,
+       CASE WHEN o.ownerid = o.relid
+            THEN coalesce(CASE WHEN pg_catalog.strpos(ad.adbin::text, '{VAR ') = 0 THEN pg_catalog.pg_get_expr(ad.adbin, 0) END LIKE 'nextval(%', false)
+            ELSE a.attidentity <> '' OR EXISTS (SELECT FROM pg_catalog.pg_depend dd
+                WHERE dd.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND dd.objid = ad.oid
+                AND dd.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dd.refobjid = s.oid) END,
        pg_catalog.format_type(sq.seqtypid, NULL), sq.seqstart, sq.seqincrement, sq.seqmin, sq.seqmax, sq.seqcache, sq.seqcycle,
        pg_catalog.has_sequence_privilege(s.oid, 'SELECT')
-FROM pg_catalog.pg_publication_tables pt
-JOIN pg_catalog.pg_namespace tn ON tn.nspname = pt.schemaname
-JOIN pg_catalog.pg_class t ON t.relnamespace = tn.oid AND t.relname = pt.tablename
-JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid = t.oid
+FROM owner o
+JOIN pub p ON p.relid = o.relid
+JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid = o.ownerid
 	AND d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.deptype IN ('a', 'i')
 JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
 JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
 JOIN pg_catalog.pg_sequence sq ON sq.seqrelid = s.oid
-JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
-LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = t.oid AND ad.adnum = a.attnum
-WHERE pt.pubname = $1
-ORDER BY 1, 2`, publication)
+JOIN pg_catalog.pg_attribute oa ON oa.attrelid = o.ownerid AND oa.attnum = d.refobjsubid
+JOIN pg_catalog.pg_attribute a ON a.attrelid = o.relid AND a.attname = oa.attname AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = o.relid AND ad.adnum = a.attnum
+ORDER BY 1, 2, 3, 4`, publication)
 	if err != nil {
 		return nil, fmt.Errorf("source: read the sequences of publication %q: %w", publication, err)
 	}
 	var out []Sequence
 	var q Sequence
-	_, err = pgx.ForEachRow(rows, []any{&q.Schema, &q.Name, &q.TableSchema, &q.Table, &q.Column, &q.Identity, &q.Nextval,
+	_, err = pgx.ForEachRow(rows, []any{&q.Schema, &q.Name, &q.TableSchema, &q.Table, &q.Column, &q.Identity, &q.Shared, &q.Nextval,
 		&q.TypeName, &q.Start, &q.Increment, &q.Min, &q.Max, &q.Cache, &q.Cycle, &q.Readable}, func() error {
 		out = append(out, q)
 		return nil
@@ -72,9 +97,10 @@ ORDER BY 1, 2`, publication)
 	if err != nil {
 		return nil, fmt.Errorf("source: read the sequences of publication %q: %w", publication, err)
 	}
+	// A sequence shared by partitions is read once.
 	var batch pgx.Batch
 	for i := range out {
-		if !out[i].Readable {
+		if !out[i].Readable || i > 0 && out[i].Schema == out[i-1].Schema && out[i].Name == out[i-1].Name {
 			continue
 		}
 		q := &out[i]
@@ -88,6 +114,11 @@ ORDER BY 1, 2`, publication)
 	if batch.Len() > 0 {
 		if err := conn.SendBatch(ctx, &batch).Close(); err != nil {
 			return nil, err
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		if out[i].Readable && out[i].Schema == out[i-1].Schema && out[i].Name == out[i-1].Name {
+			out[i].LastValue, out[i].Called = out[i-1].LastValue, out[i-1].Called
 		}
 	}
 	return out, nil

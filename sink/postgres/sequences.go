@@ -77,8 +77,11 @@ func (s *Sink) setSequence(ctx context.Context, tx pgx.Tx, q source.Sequence) er
 		}
 	} else {
 		stmts = append(stmts, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{q.Schema}.Sanitize(),
-			"CREATE SEQUENCE IF NOT EXISTS "+seq+" AS "+q.TypeName+options,
-			"ALTER SEQUENCE "+seq+" OWNED BY "+table+"."+col)
+			"CREATE SEQUENCE IF NOT EXISTS "+seq+" AS "+q.TypeName+options)
+		if !q.Shared {
+			// A shared one (a partitioned table's) is no one partition's.
+			stmts = append(stmts, "ALTER SEQUENCE "+seq+" OWNED BY "+table+"."+col)
+		}
 	}
 	for _, sql := range stmts {
 		if _, err := tx.Exec(ctx, sql); err != nil {
@@ -107,7 +110,7 @@ func (s *Sink) setSequence(ctx context.Context, tx pgx.Tx, q source.Sequence) er
 		}
 		if held {
 			s.logger().Warn("a column's default or identity is not set on the target: a prepared transaction holds its table there; run pgrelay migrate again once the source has committed or rolled it back",
-				"table", table, "column", q.Column, "sequence", seq)
+				"table", q.TableSchema+"."+q.Table, "column", q.Column, "sequence", q.Schema+"."+q.Name)
 			if q.Identity {
 				return nil // its sequence comes with the identity
 			}
