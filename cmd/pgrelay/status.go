@@ -31,13 +31,18 @@ type statusReport struct {
 		InvalidationReason string `json:"invalidation_reason,omitempty"`
 	} `json:"slot"`
 	SourceWALLSN string `json:"source_wal_lsn"`
-	AppliedLSN   string `json:"applied_lsn"`
+	// AppliedLSN, LagBytes and LagSeconds are null while nothing is applied
+	// (no position stored for the slot, or only an older slot's while a new
+	// snapshot copy is unfinished): there is no lag to speak of, and 0 would
+	// read as caught up. LagSeconds is also null while no source commit time
+	// is stored.
+	AppliedLSN *string `json:"applied_lsn"`
 	// LastCommitTime is the source time the applied position is current as
 	// of: the last applied transaction's commit, or when pgrelay last saw the
 	// source idle with everything applied.
 	LastCommitTime *time.Time   `json:"last_commit_time,omitempty"`
-	LagBytes       int64        `json:"lag_bytes"`   // 0 while nothing is applied
-	LagSeconds     float64      `json:"lag_seconds"` // since LastCommitTime when behind; 0 while nothing is applied
+	LagBytes       *int64       `json:"lag_bytes"`
+	LagSeconds     *float64     `json:"lag_seconds"` // since LastCommitTime
 	Seeded         bool         `json:"seeded"`
 	SnapshotLSN    string       `json:"snapshot_lsn,omitempty"`
 	Tables         []tableState `json:"tables"`
@@ -189,6 +194,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	var p sink.Progress
 	copying := false // a snapshot copy is in progress or was interrupted
+	var seedLSN source.LSN
 	if hasMeta {
 		if p, err = tgt.Progress(ctx, cfg.Slot); err != nil {
 			return err
@@ -201,6 +207,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		copying = found && !seed.SnapshotDone
 		if found {
 			r.SnapshotLSN = seed.ConsistentPoint.String()
+			seedLSN = seed.ConsistentPoint
 		}
 		states, err := tgt.TableStates(ctx, cfg.Slot)
 		if err != nil {
@@ -215,17 +222,28 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err := addStreamedTables(ctx, cfg, src, known, copying, &r); err != nil {
 		return err
 	}
-	r.AppliedLSN = p.LSN.String()
-	if !p.CommitTime.IsZero() {
-		t := p.CommitTime.UTC()
-		r.LastCommitTime = &t
-	}
 	// Lag is measured from an applied position; with none there is no lag to
-	// speak of (JSON 0, text "-"), not the whole WAL.
-	if p.LSN != 0 && walLSN > p.LSN {
-		r.LagBytes = int64(walLSN - p.LSN)
+	// speak of (JSON null, text "-"), not the whole WAL. The position of an
+	// older slot (PGRELAY_SNAPSHOT=always) is none while the new copy is
+	// unfinished.
+	stale := copying && r.SnapshotLSN != "" && p.LSN < seedLSN
+	applied := p.LSN != 0 && !stale
+	if applied {
+		lsn := p.LSN.String()
+		r.AppliedLSN = &lsn
+		lag := int64(0)
+		if walLSN > p.LSN {
+			lag = int64(walLSN - p.LSN)
+		}
+		r.LagBytes = &lag
 		if !p.CommitTime.IsZero() {
-			r.LagSeconds = time.Since(p.CommitTime).Seconds()
+			t := p.CommitTime.UTC()
+			r.LastCommitTime = &t
+			secs := 0.0
+			if lag > 0 {
+				secs = time.Since(p.CommitTime).Seconds()
+			}
+			r.LagSeconds = &secs
 		}
 	}
 	if r.Tables == nil {
@@ -241,9 +259,14 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	slotLine := "missing"
 	if slot.Exists {
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
+		if slot.Active && slot.ConfirmedFlushLSN == 0 {
+			slotLine = fmt.Sprintf("wal_status %s, two_phase %t", orDash(slot.WALStatus), slot.TwoPhase)
+		}
 		switch {
 		case r.Slot.Invalidated:
 			slotLine += ", INVALIDATED (" + orDash(slot.InvalidationReason) + "): it cannot stream any more; run migrate or replicate with PGRELAY_SNAPSHOT=always to copy the tables anew"
+		case slot.Active && slot.ConfirmedFlushLSN == 0:
+			slotLine += fmt.Sprintf(", being created by pid %d (it waits for the transactions open on the source when it started, prepared ones too, to end)", slot.ActivePID)
 		case slot.Active:
 			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
 		case !r.Seeded && r.SnapshotLSN != "":
@@ -254,16 +277,19 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(w, "slot\t%s: %s\n", cfg.Slot, slotLine)
 	fmt.Fprintf(w, "source WAL\t%s\n", r.SourceWALLSN)
-	if p.LSN == 0 {
+	switch {
+	case stale:
+		fmt.Fprintf(w, "applied\tnothing yet since the snapshot copy began (the position %s the target holds is an older slot's)\n", p.LSN)
+		fmt.Fprintf(w, "lag\t-\n")
+	case !applied:
 		fmt.Fprintf(w, "applied\tnothing yet: the target holds no position for this slot\n")
 		fmt.Fprintf(w, "lag\t-\n")
-	} else {
-		fmt.Fprintf(w, "applied\t%s\n", r.AppliedLSN)
-		if r.LagBytes > 0 && r.LastCommitTime == nil {
-			fmt.Fprintf(w, "lag\t%d bytes, time unknown (no source commit time stored yet)\n", r.LagBytes)
-		} else {
-			fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", r.LagBytes, r.LagSeconds)
-		}
+	case r.LagSeconds == nil:
+		fmt.Fprintf(w, "applied\t%s\n", *r.AppliedLSN)
+		fmt.Fprintf(w, "lag\t%d bytes, time unknown (no source commit time stored yet)\n", *r.LagBytes)
+	default:
+		fmt.Fprintf(w, "applied\t%s\n", *r.AppliedLSN)
+		fmt.Fprintf(w, "lag\t%d bytes, %.1f s\n", *r.LagBytes, *r.LagSeconds)
 	}
 	seeded := "no"
 	if r.Seeded {
