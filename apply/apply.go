@@ -164,7 +164,11 @@ type Applier struct {
 	streamXid uint32
 	streams   map[uint32]*txnBuffer
 	relSeen   map[uint32]relationSeen // see ensureRelation
-	prepared  map[uint32]*preparedTxn
+	// unsynced are relations installed from a transaction the target already
+	// has (installRelation), whose target tables were left as they were;
+	// the next change applied to one brings it up to date first (syncRelation).
+	unsynced map[uint32]bool
+	prepared map[uint32]*preparedTxn
 	// targetPrepared are our GIDs prepared on the target.
 	targetPrepared map[string]bool
 	// viaRoot caches Config.PublishedViaRoot per source relation id.
@@ -206,6 +210,7 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		now:            time.Now,
 		streams:        make(map[uint32]*txnBuffer),
 		relSeen:        make(map[uint32]relationSeen),
+		unsynced:       make(map[uint32]bool),
 		prepared:       make(map[uint32]*preparedTxn),
 		targetPrepared: make(map[string]bool),
 		viaRoot:        make(map[uint32]bool),
@@ -808,6 +813,7 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	if err := a.ensureRelationNow(ctx, lsn, xid, rel, flushFirst); err != nil {
 		return err
 	}
+	delete(a.unsynced, rel.RelationID)
 	if xid != 0 {
 		a.relSeen[rel.RelationID] = relationSeen{xid: xid, txnLSN: a.txnLSN, rel: cloneRelation(rel)}
 	}
@@ -1079,6 +1085,9 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 			if a.inTableCopy(t) {
 				continue
 			}
+			if err := a.syncRelation(ctx, rec.lsn, t); err != nil {
+				return err
+			}
 			tables, names = append(tables, t), append(names, t.QualifiedName())
 		}
 		if len(tables) == 0 {
@@ -1095,6 +1104,9 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 	}
 	if a.inTableCopy(t) {
 		return nil
+	}
+	if err := a.syncRelation(ctx, rec.lsn, t); err != nil {
+		return err
 	}
 	ch := &sink.Change{Table: t, LSN: rec.lsn, New: rec.new, OldKind: rec.oldKind, Old: rec.old}
 	switch rec.kind {
@@ -1297,6 +1309,27 @@ func (a *Applier) installRelation(ctx context.Context, lsn source.LSN, rel *sour
 	if _, _, _, err := a.cat.Apply(ctx, rel); err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
+	a.unsynced[rel.RelationID] = true
+	return nil
+}
+
+// syncRelation brings t's target table up to the catalog's definition
+// before a change is applied to it, when t's Relation message in this
+// session came in a transaction the target already had (installRelation)
+// and none came since: PostgreSQL sends a table's Relation message once per
+// session until the table changes, so the changes after it come without
+// one. What the source changed since the target table was built would
+// otherwise never reach it: an enum label added to one of its types (a row
+// using the label was refused again in every new session while a prepared
+// transaction the target holds came first in the stream).
+func (a *Applier) syncRelation(ctx context.Context, lsn source.LSN, t *schema.Table) error {
+	if !a.unsynced[t.RelationID] {
+		return nil
+	}
+	if err := a.ensureTable(ctx, lsn, t, nil, false); err != nil {
+		return err
+	}
+	delete(a.unsynced, t.RelationID)
 	return nil
 }
 

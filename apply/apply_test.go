@@ -85,8 +85,10 @@ func TestSkipUpToStoredPosition(t *testing.T) {
 	h.feed(0x127, begin(3, 0x128), ins(1, "3", "c"), commit(0x128, 0x130))
 	h.flush()
 	// The skipped transaction's relation is still installed, later ones rely
-	// on it, but its DDL is not run again: the target has it.
-	h.expect("setup s1", "prepared-gids pgrelay_s1_", "begin", "insert public.t1 (3,c)", "commit 0/130")
+	// on it, but its DDL is not run with it: the target has it. The first
+	// change applied checks the target table against it (from the table's
+	// stored definition: prev nil), for what the source changed since.
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "begin", "ensure "+t1+" prev=nil", "insert public.t1 (3,c)", "commit 0/130")
 	h.durable(0x130)
 
 	// A skipped transaction that would end after the position is a contradiction.
@@ -184,8 +186,9 @@ func TestStreamSkippedOnRestartInstallsRelations(t *testing.T) {
 	h.feed(0x150, &source.StreamCommit{Xid: 10, CommitLSN: 0x150, EndLSN: 0x158})
 	h.feed(0x20f, begin(11, 0x210), ins(1, "2", "b"), commit(0x210, 0x218))
 	h.flush()
-	// Installed without DDL: the target has the skipped transaction's.
-	h.expect("setup s1", "prepared-gids pgrelay_s1_", "begin", "insert public.t1 (2,b)", "commit 0/218")
+	// Installed without DDL: the target has the skipped transaction's. The
+	// first change applied checks the target table against it.
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "begin", "ensure "+t1+" prev=nil", "insert public.t1 (2,b)", "commit 0/218")
 }
 
 func TestDDLMidStream(t *testing.T) {

@@ -378,3 +378,26 @@ func TestPreparedAbortedBodyLeftOut(t *testing.T) {
 		h.noProblems()
 	}
 }
+
+// TestTwoPhaseRestartSyncsSkippedRelation: after a restart, the table's
+// Relation message comes in the body of a transaction the target holds
+// prepared already, which is not applied again; the plain transaction after
+// it comes without one. Its change brings the target table up to the
+// catalog's definition first (an enum label the source added since), or the
+// label never reaches the target.
+func TestTwoPhaseRestartSyncsSkippedRelation(t *testing.T) {
+	s := applytest.New(0)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	s.Crash()
+
+	h2 := newHarness(t, testConfig(t), s)
+	h2.feed(0x1f0, beginPrepare(7, 0x200), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
+	h2.txn(8, 0x250, "8")
+	h2.txn(9, 0x260, "9")
+	h2.flush()
+	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "begin", "ensure "+t1+" prev=nil", "insert public.t1 (8,v8)",
+		"insert public.t1 (9,v9)", "commit 0/268")
+	h2.noProblems()
+}

@@ -1098,6 +1098,40 @@ func TestE2EPreparedAcrossSlotCreation(t *testing.T) {
 	e2eCompare(t, e)
 }
 
+// TestE2EEnumLabelBehindPrepared: a label added to an enum reaches the target
+// with the next Relation message of a table using it; a row using it first
+// is refused, and a new session's Relation messages add it. When the table's
+// first Relation message in that session came in the body of a prepared
+// transaction the target already held (not applied again), the label never
+// came, and every new session was refused the row again until pgrelay gave
+// up (found by a black-box run under kills, PG18 source).
+func TestE2EEnumLabelBehindPrepared(t *testing.T) {
+	major := harness.Majors()[len(harness.Majors())-1]
+	if major < 15 {
+		t.Skipf("slots created with two_phase need PostgreSQL 15+, the newest major here is %d", major)
+	}
+	// Its own source server: a prepared transaction held on a shared one
+	// holds up every other test's slot creation.
+	e := e2eNewEnv(t, harness.Postgres(t, major, harness.Dedicated()), harness.Postgres(t, e2eTargetMajor))
+	e.src.Exec(t, "CREATE TYPE mood_bp AS ENUM ('a'); CREATE TABLE ebp (id int PRIMARY KEY, m mood_bp, v text); INSERT INTO ebp VALUES (0, 'a', 'x')")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	// The table's Relation message is sent in this session before the label
+	// is added, and not again for the rows after it.
+	e.src.Exec(t, "INSERT INTO ebp VALUES (1, 'a', 'y')")
+	e2eSync(t, e, p, time.Minute)
+	e.src.Exec(t, "ALTER TYPE mood_bp ADD VALUE 'c'")
+	e.src.Exec(t, "BEGIN; INSERT INTO ebp VALUES (3, 'a', 'p2'); PREPARE TRANSACTION 'ebp_p2'")
+	e.src.Exec(t, "INSERT INTO ebp VALUES (4, 'c', 'after')")
+	e2eWaitTarget(t, e, p, 2*time.Minute, "the row using the new label", "SELECT count(*) = 1 FROM public.ebp WHERE id = 4")
+	e.src.Exec(t, "COMMIT PREPARED 'ebp_p2'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}
+
 // TestE2EUnreachableTargetCreatesNothing: a target database that does not
 // exist stops migrate with one line, before anything is created on the source.
 func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {
