@@ -740,9 +740,27 @@ func (a *Applier) deliver(ctx context.Context, msgs []pendingMessage) error {
 // target returns the target transaction the changes of the transaction in hand go to.
 func (a *Applier) target(ctx context.Context) (sink.Tx, error) {
 	if a.cur != nil && a.cur.kind == kindPrepare {
-		return a.prepTx, nil
+		return a.preparedTx(ctx, a.cur.xid)
 	}
 	return a.groupTx(ctx)
+}
+
+// preparedTx returns the target transaction of prepared transaction xid,
+// beginning it when needed: at its first change, or at DDL of its own. DDL
+// that a Relation message brings before that and that the source committed
+// earlier (the committed catalog shows it) runs in a target transaction of
+// its own: inside the prepared one it would hold the table's lock on the
+// target until COMMIT PREPARED, and a change to the table from a transaction
+// committed before that (later in the stream) would wait for it for ever.
+func (a *Applier) preparedTx(ctx context.Context, xid uint32) (sink.Tx, error) {
+	if a.prepTx == nil {
+		tx, err := a.sink.Begin(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", xid, err)
+		}
+		a.prepTx = tx
+	}
+	return a.prepTx, nil
 }
 
 func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relation) error {
@@ -853,6 +871,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	// COMMIT PREPARED, so the wait below could only time out.
 	preparing := xid != 0 && xid == a.txnPreparedXid && a.twoPhase != nil && !a.ddlCommits
 	factsMatch := true
+	ownDDL := preparing // whatever DDL rel brings is the prepared transaction's
 	if m, ok := a.cat.(factsMatcher); ok && preparing {
 		// When the committed catalog already has rel's columns (a table's
 		// first use in the session, not the transaction's own DDL), its facts
@@ -861,7 +880,13 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		if err != nil {
 			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 		}
-		factsMatch = match
+		factsMatch, ownDDL = match, !match
+	}
+	if ownDDL {
+		// Its DDL joins its target transaction (see preparedTx).
+		if _, err := a.preparedTx(ctx, xid); err != nil {
+			return err
+		}
 	}
 	if w, ok := a.cat.(commitWaiter); ok && xid != 0 && !preparing {
 		if err := w.WaitCommitted(ctx, xid); err != nil {
@@ -886,6 +911,12 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	} else if via {
 		return nil
+	}
+	if preparing && !ownDDL && a.prepTx != nil {
+		// Committed earlier on the source, first seen in this prepared
+		// transaction after its first change: it can only join it.
+		a.log.Warn("a table's change of definition committed earlier on the source is applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see README, limits)",
+			"table", t.QualifiedName(), "xid", xid, "lsn", lsn)
 	}
 	if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
 		return err
@@ -1267,9 +1298,12 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 				next++
 				return nil
 			}
-			// Transactional DDL joins the target transaction.
-			if _, err := target(ctx); err != nil {
-				return err
+			// Transactional DDL joins the target transaction; a prepared
+			// one's is begun for DDL of its own only (see preparedTx).
+			if a.txnPreparedXid == 0 || a.txnPreparedXid != buf.xid || a.twoPhase == nil {
+				if _, err := target(ctx); err != nil {
+					return err
+				}
 			}
 			return a.ensureRelation(ctx, rec.lsn, buf.xid, rec.relation, false)
 		case recMessage:
@@ -1407,16 +1441,7 @@ func (a *Applier) streamAbort(lsn source.LSN, m *source.StreamAbort) error {
 // a.prepTx when its changes were applied as they arrived, else buf's, applied to
 // a target transaction of its own.
 func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint32, gid string, buf *txnBuffer, msgs []*source.LogicalMessage, p sink.Progress) error {
-	own := func(ctx context.Context) (sink.Tx, error) {
-		if a.prepTx == nil {
-			tx, err := a.sink.Begin(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", xid, err)
-			}
-			a.prepTx = tx
-		}
-		return a.prepTx, nil
-	}
+	own := func(ctx context.Context) (sink.Tx, error) { return a.preparedTx(ctx, xid) }
 	if buf != nil {
 		// Never grouped (invariant 3): earlier transactions commit first.
 		if err := a.commitGroup(ctx); err != nil {
@@ -1533,16 +1558,9 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 		t.buf = a.spool.newBuffer(m.Xid)
 		return nil
 	}
-	// Its own target transaction, never grouped (invariant 3).
-	if err := a.commitGroup(ctx); err != nil {
-		return err
-	}
-	tx, err := a.sink.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", m.Xid, err)
-	}
-	a.prepTx = tx
-	return nil
+	// Its own target transaction, never grouped (invariant 3), begun at its
+	// first change (see preparedTx).
+	return a.commitGroup(ctx)
 }
 
 func (a *Applier) prepare(ctx context.Context, lsn source.LSN, m *source.Prepare) error {

@@ -305,8 +305,12 @@ func TestPreparedRelationDefersFill(t *testing.T) {
 	if len(f.waits) != 0 {
 		t.Fatalf("waited for prepared transaction(s) %v", f.waits)
 	}
+	// The first one's table, which the committed catalog has, is created in
+	// a target transaction of its own, before the prepared one begins (see
+	// TestE2EPreparedCommittedDDLOutside); the second one's column, its own
+	// DDL, is added inside it.
 	h.expect("setup s1", "prepared-gids pgrelay_s1_",
-		"begin", "ensure "+t1+" prev=nil", "insert public.t1 (70,p)", "prepare pgrelay_s1_7 0/208",
+		"ensure "+t1+" prev=nil", "begin", "insert public.t1 (70,p)", "prepare pgrelay_s1_7 0/208",
 		"begin", "ensure public.t1(id integer*,v text,added text) prev="+t1, "defer-fill pgrelay_s1_8 public.t1 added",
 		"insert public.t1 (80,q,r)", "prepare pgrelay_s1_8 0/308")
 	// A plain transaction still waits, briefly, for its commit to be visible.

@@ -1132,6 +1132,39 @@ func TestE2EEnumLabelBehindPrepared(t *testing.T) {
 	}
 }
 
+// TestE2EPreparedCommittedDDLOutside: a change of a table's definition
+// committed on the source on its own (no row changed with it), whose Relation
+// message first comes in a prepared transaction, is applied on the target in
+// a transaction of its own, not inside the prepared one: there the
+// ALTER TABLE held the table's lock until COMMIT PREPARED, and the insert of a
+// transaction committed in between waited for it for ever (found by a
+// black-box replicate, PG18 source).
+func TestE2EPreparedCommittedDDLOutside(t *testing.T) {
+	major := harness.Majors()[len(harness.Majors())-1]
+	if major < 15 {
+		t.Skipf("slots created with two_phase need PostgreSQL 15+, the newest major here is %d", major)
+	}
+	e := e2eNewEnv(t, harness.Postgres(t, major, harness.Dedicated()), harness.Postgres(t, e2eTargetMajor))
+	e.src.Exec(t, "CREATE TABLE pdo (id int PRIMARY KEY, v text); INSERT INTO pdo VALUES (1, 'a')")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "INSERT INTO pdo VALUES (2, 'b')")
+	e2eSync(t, e, p, time.Minute)
+	e.src.Exec(t, "ALTER TABLE pdo ALTER COLUMN v TYPE varchar(50)")
+	e.src.Exec(t, "BEGIN; INSERT INTO pdo VALUES (10, 'x'); PREPARE TRANSACTION 'pdo_p3'")
+	e.src.Exec(t, "INSERT INTO pdo VALUES (11, 'y')")
+	e2eWaitTarget(t, e, p, time.Minute, "the row committed after the prepared transaction", "SELECT count(*) = 1 FROM public.pdo WHERE id = 11")
+	if got := e.tgt.QueryString(t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'public.pdo'::regclass AND attname = 'v'"); got != "character varying(50)" {
+		t.Errorf("target column pdo.v is %s, want character varying(50)", got)
+	}
+	e.src.Exec(t, "COMMIT PREPARED 'pdo_p3'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}
+
 // TestE2EUnreachableTargetCreatesNothing: a target database that does not
 // exist stops migrate with one line, before anything is created on the source.
 func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {
