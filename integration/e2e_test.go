@@ -756,6 +756,36 @@ func testE2EEnumLabelAdded(t *testing.T, major int) {
 	}
 }
 
+// TestE2EEnumLabelRetryIsNoError: a row using a label added after the table's
+// Relation message of the session is refused by the target, and the new
+// session that adds the label gets it through. That is no error: the session's
+// end is a warning, as its retry is (it was logged ERROR "stopped").
+func TestE2EEnumLabelRetryIsNoError(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TYPE e2e_mood_r AS ENUM ('sad', 'ok'); CREATE TABLE moods_r (id int PRIMARY KEY, m e2e_mood_r)")
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "INSERT INTO moods_r VALUES (1, 'ok')")
+	e2eSync(t, e, p, time.Minute)
+	e.src.Exec(t, "ALTER TYPE e2e_mood_r ADD VALUE 'angry'")
+	e.src.Exec(t, "INSERT INTO moods_r VALUES (2, 'angry')")
+	e2eSync(t, e, p, 2*time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	retried := false
+	for _, l := range p.logLines() {
+		retried = retried || l.str("msg") == "will retry"
+		if l.str("level") == "ERROR" {
+			t.Errorf("logged ERROR %q: %v", l.str("msg"), l)
+		}
+	}
+	if !retried {
+		t.Errorf("no new session: the row with the new label went through without the retry this test is for; log:\n%s", p.logs())
+	}
+}
+
 // TestE2EEnumLabelRenamed: ALTER TYPE … RENAME VALUE on the source renames the
 // target's label too, so that the rows holding it read the new name: for an
 // enum used by a column, an array, a domain and inside a composite, and for a

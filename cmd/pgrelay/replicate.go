@@ -508,7 +508,13 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	}
 	durable := applier.Durable()
 	if applyErr != nil {
-		log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
+		if retryable(applyErr) && ctx.Err() == nil {
+			// The run goes on in a new session (see run's "will retry"),
+			// unless the same change keeps failing: no error yet.
+			log.Warn("session ended: a new one starts from the stored position", "durable_lsn", durable.String(), "error", applyErr.Error())
+		} else {
+			log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
+		}
 		return applyErr
 	}
 	if caughtUp.Load() {
