@@ -912,9 +912,12 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	} else if via {
 		return nil
 	}
-	if preparing && !ownDDL && a.prepTx != nil {
+	if preparing && !ownDDL && a.prepTx != nil && prev != nil && !schema.SameDefinition(prev, t) {
 		// Committed earlier on the source, first seen in this prepared
-		// transaction after its first change: it can only join it.
+		// transaction after its first change: it can only join it. (Without
+		// an earlier version in this session, only the sink knows whether
+		// the target table differs: a table's first Relation message in a
+		// session is a change to the catalog, not to the table.)
 		a.log.Warn("a table's change of definition committed earlier on the source is applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see README, limits)",
 			"table", t.QualifiedName(), "xid", xid, "lsn", lsn)
 	}

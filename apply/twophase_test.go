@@ -1,8 +1,10 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -404,4 +406,28 @@ func TestTwoPhaseRestartSyncsSkippedRelation(t *testing.T) {
 	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "begin", "ensure "+t1+" prev=nil", "insert public.t1 (8,v8)",
 		"insert public.t1 (9,v9)", "commit 0/268")
 	h2.noProblems()
+}
+
+// TestPreparedCommittedDDLWarning: DDL that the committed catalog shows,
+// first seen in a prepared transaction after its first change, can only
+// join the prepared transaction on the target: a warning says so. A table's
+// first Relation message in a session is no such DDL (the target table may be
+// as it is), and is not warned about.
+func TestPreparedCommittedDDLWarning(t *testing.T) {
+	h, _ := preparedFactsHarness(t)
+	var logs bytes.Buffer
+	h.a.log = slog.New(slog.NewTextHandler(&logs, nil))
+	// t2 is unknown to the committed catalog (DDL of the transaction's
+	// own): its change begins the target transaction; t1 comes next.
+	h.feed(0x1f0, beginPrepare(7, 0x200), rel(2, "w"), ins(2, "20", "a"), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
+	if strings.Contains(logs.String(), "change of definition") {
+		t.Errorf("warned about a table's first Relation message of the session:\n%s", logs.String())
+	}
+	// t1's column type changed since (a typmod the committed catalog has).
+	changed := rel(1, "v")
+	changed.Columns[1].TypeMod = 54
+	h.feed(0x2f0, beginPrepare(8, 0x300), rel(2, "w"), ins(2, "21", "b"), changed, ins(1, "80", "q"), prepare(8, 0x300))
+	if !strings.Contains(logs.String(), "change of definition") || !strings.Contains(logs.String(), "table=public.t1") {
+		t.Errorf("no warning for committed DDL joining a prepared transaction:\n%s", logs.String())
+	}
 }
