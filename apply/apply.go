@@ -861,6 +861,12 @@ func cloneRelation(r *source.Relation) *source.Relation {
 	return &c
 }
 
+// preparing reports whether source transaction xid is the one in hand being
+// applied as a prepared transaction on the target.
+func (a *Applier) preparing(xid uint32) bool {
+	return xid != 0 && xid == a.txnPreparedXid && a.twoPhase != nil && !a.ddlCommits
+}
+
 func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
 	if lsn == 0 {
 		// Relation messages come in XLogData without a WAL position: name the
@@ -869,7 +875,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	}
 	// Applied as a prepared transaction: uncommitted on the source until
 	// COMMIT PREPARED, so the wait below could only time out.
-	preparing := xid != 0 && xid == a.txnPreparedXid && a.twoPhase != nil && !a.ddlCommits
+	preparing := a.preparing(xid)
 	factsMatch := true
 	ownDDL := preparing // whatever DDL rel brings is the prepared transaction's
 	if m, ok := a.cat.(factsMatcher); ok && preparing {
@@ -1303,7 +1309,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			}
 			// Transactional DDL joins the target transaction; a prepared
 			// one's is begun for DDL of its own only (see preparedTx).
-			if a.txnPreparedXid == 0 || a.txnPreparedXid != buf.xid || a.twoPhase == nil {
+			if !a.preparing(buf.xid) {
 				if _, err := target(ctx); err != nil {
 					return err
 				}
@@ -1360,7 +1366,7 @@ func (a *Applier) installRelation(ctx context.Context, lsn source.LSN, rel *sour
 // using the label was refused again in every new session while a prepared
 // transaction the target holds came first in the stream).
 func (a *Applier) syncRelation(ctx context.Context, lsn source.LSN, t *schema.Table) error {
-	if !a.unsynced[t.RelationID] {
+	if len(a.unsynced) == 0 || !a.unsynced[t.RelationID] {
 		return nil
 	}
 	if err := a.ensureTable(ctx, lsn, t, nil, false); err != nil {

@@ -97,10 +97,13 @@ ORDER BY 1, 2, 3, 4`, publication)
 	if err != nil {
 		return nil, fmt.Errorf("source: read the sequences of publication %q: %w", publication, err)
 	}
-	// A sequence shared by partitions is read once.
+	// A sequence shared by partitions is read once: its rows are together.
+	sameAsPrevious := func(i int) bool {
+		return i > 0 && out[i].Schema == out[i-1].Schema && out[i].Name == out[i-1].Name
+	}
 	var batch pgx.Batch
 	for i := range out {
-		if !out[i].Readable || i > 0 && out[i].Schema == out[i-1].Schema && out[i].Name == out[i-1].Name {
+		if !out[i].Readable || sameAsPrevious(i) {
 			continue
 		}
 		q := &out[i]
@@ -117,7 +120,7 @@ ORDER BY 1, 2, 3, 4`, publication)
 		}
 	}
 	for i := 1; i < len(out); i++ {
-		if out[i].Readable && out[i].Schema == out[i-1].Schema && out[i].Name == out[i-1].Name {
+		if out[i].Readable && sameAsPrevious(i) {
 			out[i].LastValue, out[i].Called = out[i-1].LastValue, out[i-1].Called
 		}
 	}

@@ -226,7 +226,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	// speak of (JSON null, text "-"), not the whole WAL. The position of an
 	// older slot (PGRELAY_SNAPSHOT=always) is none while the new copy is
 	// unfinished.
-	stale := copying && r.SnapshotLSN != "" && p.LSN < seedLSN
+	stale := copying && p.LSN < seedLSN
 	applied := p.LSN != 0 && !stale
 	if applied {
 		lsn := p.LSN.String()
@@ -258,14 +258,16 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	slotLine := "missing"
 	if slot.Exists {
+		// Active with nothing confirmed: CREATE_REPLICATION_SLOT is running.
+		creating := slot.Active && slot.ConfirmedFlushLSN == 0
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
-		if slot.Active && slot.ConfirmedFlushLSN == 0 {
+		if creating {
 			slotLine = fmt.Sprintf("wal_status %s, two_phase %t", orDash(slot.WALStatus), slot.TwoPhase)
 		}
 		switch {
 		case r.Slot.Invalidated:
 			slotLine += ", INVALIDATED (" + orDash(slot.InvalidationReason) + "): it cannot stream any more; run migrate or replicate with PGRELAY_SNAPSHOT=always to copy the tables anew"
-		case slot.Active && slot.ConfirmedFlushLSN == 0:
+		case creating:
 			slotLine += fmt.Sprintf(", being created by pid %d (it waits for the transactions open on the source when it started, prepared ones too, to end)", slot.ActivePID)
 		case slot.Active:
 			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
