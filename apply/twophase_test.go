@@ -59,18 +59,27 @@ func TestTwoPhaseRestartBeforePrepare(t *testing.T) {
 	h2.noProblems()
 }
 
+// prepared7 is a fake target holding transaction 7 (a row of t1) prepared,
+// and, with laterCommit, transaction 8 committed after it, the stored
+// position past the prepare.
+func prepared7(t *testing.T, laterCommit bool) *applytest.Sink {
+	t.Helper()
+	s := applytest.New(0)
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	if laterCommit {
+		h.txn(8, 0x250, "8")
+		h.flush()
+		h.durable(0x258)
+	}
+	return s
+}
+
 func TestTwoPhaseRestartPrepared(t *testing.T) {
 	for _, laterCommit := range []bool{false, true} {
 		t.Run(map[bool]string{false: "position before prepare", true: "position past prepare"}[laterCommit], func(t *testing.T) {
-			s := applytest.New(0)
-			h := newHarness(t, testConfig(t), s)
-			h.feed(0x10, rel(1, "v"))
-			h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
-			if laterCommit {
-				h.txn(8, 0x250, "8")
-				h.flush()
-				h.durable(0x258)
-			}
+			s := prepared7(t, laterCommit)
 			s.Crash()
 			if got := s.Prepared(); len(got) != 1 || got[0] != gid7 {
 				t.Fatalf("prepared on target: %q", got)
@@ -93,31 +102,6 @@ func TestTwoPhaseRestartPrepared(t *testing.T) {
 			h2.noProblems()
 		})
 	}
-}
-
-func TestTwoPhaseRestartCommitted(t *testing.T) {
-	// COMMIT PREPARED went through but the position was not stored with it,
-	// after a later transaction had moved the position past the prepare: the
-	// source sends the Commit Prepared again (and the body, already applied).
-	s := applytest.New(0)
-	h := newHarness(t, testConfig(t), s)
-	h.feed(0x10, rel(1, "v"))
-	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
-	h.txn(8, 0x250, "8")
-	h.flush()
-	h.durable(0x258)
-	s.CommitPreparedLosingPosition(gid7)
-	s.Crash()
-
-	h2 := newHarness(t, testConfig(t), s)
-	h2.feed(0x10, rel(1, "v"))
-	h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
-	h2.feed(0x300, commitPrepared(7, 0x300))
-	h2.flush()
-	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
-	h2.durable(0x308)
-	h2.committed("insert public.t1 (8,v8)", "insert public.t1 (70,p)")
-	h2.noProblems()
 }
 
 // TestTwoPhasePreparedBeforeStart: a transaction prepared before the slot's
@@ -157,25 +141,31 @@ func TestTwoPhasePreparedBeforeStart(t *testing.T) {
 }
 
 func TestTwoPhaseCommittedBeforePositionStored(t *testing.T) {
-	// COMMIT PREPARED went through, but the crash came before the position
-	// passed the prepare: the source sends the body again, which must not be
-	// applied twice.
-	s := applytest.New(0)
-	h := newHarness(t, testConfig(t), s)
-	h.feed(0x10, rel(1, "v"))
-	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
-	s.CommitPreparedLosingPosition(gid7)
-	s.Crash()
+	// COMMIT PREPARED went through but the position was not stored with it:
+	// the source sends the body again, which must not be applied twice, and
+	// the Commit Prepared. The position is before the prepare, or (a later
+	// transaction moved it) past it.
+	for _, laterCommit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "position before prepare", true: "position past prepare"}[laterCommit], func(t *testing.T) {
+			s := prepared7(t, laterCommit)
+			want := []string{"insert public.t1 (70,p)"}
+			if laterCommit {
+				want = []string{"insert public.t1 (8,v8)", "insert public.t1 (70,p)"}
+			}
+			s.CommitPreparedLosingPosition(gid7)
+			s.Crash()
 
-	h2 := newHarness(t, testConfig(t), s)
-	h2.feed(0x10, rel(1, "v"))
-	h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
-	h2.feed(0x300, commitPrepared(7, 0x300))
-	h2.flush()
-	h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
-	h2.durable(0x308)
-	h2.committed("insert public.t1 (70,p)")
-	h2.noProblems()
+			h2 := newHarness(t, testConfig(t), s)
+			h2.feed(0x10, rel(1, "v"))
+			h2.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+			h2.feed(0x300, commitPrepared(7, 0x300))
+			h2.flush()
+			h2.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "commit 0/308")
+			h2.durable(0x308)
+			h2.committed(want...)
+			h2.noProblems()
+		})
+	}
 }
 
 func TestTwoPhaseRollbackAndMessages(t *testing.T) {

@@ -55,11 +55,25 @@ func e2ePair(t *testing.T, major int) *e2eEnv {
 // feature of PostgreSQL 15+ (needs names it: "row filters need"); the test is
 // skipped when that major is older.
 func e2eNewestPairFrom15(t *testing.T, needs string) *e2eEnv {
+	return e2ePair(t, e2eNewestFrom15(t, needs))
+}
+
+// e2eNewestDedicatedPairFrom15 is e2eNewestPairFrom15 with a source server of
+// the test's own: a prepared transaction held on a shared one holds up every
+// other test's slot creation, and other tests' transactions move the phases
+// of a slot's creation.
+func e2eNewestDedicatedPairFrom15(t *testing.T, needs string) *e2eEnv {
+	return e2eNewEnv(t, harness.Postgres(t, e2eNewestFrom15(t, needs), harness.Dedicated()), harness.Postgres(t, e2eTargetMajor))
+}
+
+// e2eNewestFrom15 is the newest major under test, skipping the test when it
+// is older than 15.
+func e2eNewestFrom15(t *testing.T, needs string) int {
 	major := harness.Majors()[len(harness.Majors())-1]
 	if major < 15 {
 		t.Skipf("%s PostgreSQL 15+, the newest major here is %d", needs, major)
 	}
-	return e2ePair(t, major)
+	return major
 }
 
 // TestE2EMigrateConnections: a migrate opens each connection it needs once,
@@ -1088,12 +1102,7 @@ func TestE2ESlotWaitsForPrepared(t *testing.T) {
 // running once pc_a ended (pc_b); pc_t starts while it waits for pc_b.
 // A server of its own: another test's transactions would move the phases.
 func TestE2EPreparedAcrossSlotCreation(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("slots created with two_phase need PostgreSQL 15+, the newest major here is %d", major)
-	}
-	src := harness.Postgres(t, major, harness.Dedicated())
-	e := e2eNewEnv(t, src, harness.Postgres(t, e2eTargetMajor))
+	e := e2eNewestDedicatedPairFrom15(t, "slots created with two_phase need")
 	e.src.Exec(t, "CREATE TABLE pc (id int PRIMARY KEY, v text); INSERT INTO pc VALUES (1, 'seed')")
 	e.src.Exec(t, "BEGIN; INSERT INTO pc VALUES (2, 'a'); PREPARE TRANSACTION 'pc_a'")
 	// waitedFor waits until a session waits for the prepared transaction gid
@@ -1136,13 +1145,7 @@ func TestE2EPreparedAcrossSlotCreation(t *testing.T) {
 // came, and every new session was refused the row again until pgrelay gave
 // up (found by a black-box run under kills, PG18 source).
 func TestE2EEnumLabelBehindPrepared(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("slots created with two_phase need PostgreSQL 15+, the newest major here is %d", major)
-	}
-	// Its own source server: a prepared transaction held on a shared one
-	// holds up every other test's slot creation.
-	e := e2eNewEnv(t, harness.Postgres(t, major, harness.Dedicated()), harness.Postgres(t, e2eTargetMajor))
+	e := e2eNewestDedicatedPairFrom15(t, "slots created with two_phase need")
 	e.src.Exec(t, "CREATE TYPE mood_bp AS ENUM ('a'); CREATE TABLE ebp (id int PRIMARY KEY, m mood_bp, v text); INSERT INTO ebp VALUES (0, 'a', 'x')")
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
@@ -1170,11 +1173,7 @@ func TestE2EEnumLabelBehindPrepared(t *testing.T) {
 // transaction committed in between waited for it for ever (found by a
 // black-box replicate, PG18 source).
 func TestE2EPreparedCommittedDDLOutside(t *testing.T) {
-	major := harness.Majors()[len(harness.Majors())-1]
-	if major < 15 {
-		t.Skipf("slots created with two_phase need PostgreSQL 15+, the newest major here is %d", major)
-	}
-	e := e2eNewEnv(t, harness.Postgres(t, major, harness.Dedicated()), harness.Postgres(t, e2eTargetMajor))
+	e := e2eNewestDedicatedPairFrom15(t, "slots created with two_phase need")
 	e.src.Exec(t, "CREATE TABLE pdo (id int PRIMARY KEY, v text); INSERT INTO pdo VALUES (1, 'a')")
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
