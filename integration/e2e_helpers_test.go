@@ -635,6 +635,7 @@ type e2eStatus struct {
 		Name               string `json:"name"`
 		Exists             bool   `json:"exists"`
 		Active             bool   `json:"active"`
+		BeingCreated       bool   `json:"being_created"`
 		ActivePID          int    `json:"active_pid"`
 		WALStatus          string `json:"wal_status"`
 		TwoPhase           bool   `json:"two_phase"`

@@ -429,7 +429,7 @@ func testE2EReplicate(t *testing.T, major int) {
 	st, raw := e.status(t)
 	applied := e2eLSN(t, "applied_lsn", st.AppliedLSN)
 	wal := e2eLSN(t, "source_wal_lsn", st.SourceWALLSN)
-	if st.Slot.Name != e.slot || !st.Slot.Exists || !st.Slot.Active || st.Slot.ActivePID == 0 || !st.Seeded ||
+	if st.Slot.Name != e.slot || !st.Slot.Exists || !st.Slot.Active || st.Slot.ActivePID == 0 || st.Slot.BeingCreated || !st.Seeded ||
 		applied == 0 || applied > wal || st.LagBytes != int64(wal-applied) || st.LagSeconds < 0 || st.LastCommitTime == nil ||
 		st.Slot.TwoPhase != (major >= 15) || st.SnapshotLSN == "" {
 		t.Errorf("pgrelay status --json is not sane:\n%s", raw)
@@ -1079,6 +1079,11 @@ func TestE2ESlotWaitsForPrepared(t *testing.T) {
 	if out := strings.Join(sp.out.all(), "\n"); !strings.Contains(out, "being created by pid") ||
 		strings.Contains(out, "streaming to") || strings.Contains(out, "confirmed 0/0") || !strings.Contains(out, "nothing yet") {
 		t.Errorf("status while the slot is being created:\n%s\n%s", out, sp.logs())
+	}
+	// And so does status --json, with no confirmed position yet.
+	if st, raw := e.status(t); !st.Slot.BeingCreated || !st.Slot.Active || st.Slot.ActivePID == 0 ||
+		strings.Contains(raw, "confirmed_flush_lsn") || st.AppliedLSN != "" {
+		t.Errorf("status --json while the slot is being created:\n%s", raw)
 	}
 	e.src.Exec(t, "ROLLBACK PREPARED 'left_behind'")
 	p.waitLog(t, "caught up", 2*time.Minute)

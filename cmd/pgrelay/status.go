@@ -19,9 +19,13 @@ import (
 // statusReport is what `pgrelay status` shows; its JSON form is for machines.
 type statusReport struct {
 	Slot struct {
-		Name              string `json:"name"`
-		Exists            bool   `json:"exists"`
-		Active            bool   `json:"active"`
+		Name   string `json:"name"`
+		Exists bool   `json:"exists"`
+		Active bool   `json:"active"`
+		// BeingCreated: a CREATE_REPLICATION_SLOT is still waiting for the
+		// transactions open on the source when it began; nothing is
+		// confirmed yet, so confirmed_flush_lsn is left out.
+		BeingCreated      bool   `json:"being_created"`
 		ActivePID         int    `json:"active_pid,omitempty"`
 		WALStatus         string `json:"wal_status,omitempty"`
 		TwoPhase          bool   `json:"two_phase"`
@@ -163,7 +167,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	r.Slot.Name, r.Slot.Exists, r.Slot.Active, r.Slot.ActivePID = cfg.Slot, slot.Exists, slot.Active, slot.ActivePID
 	r.Slot.WALStatus, r.Slot.TwoPhase = slot.WALStatus, slot.TwoPhase
 	r.Slot.Invalidated, r.Slot.InvalidationReason = slot.Exists && slot.Invalidated(), slot.InvalidationReason
-	if slot.Exists {
+	// Active with nothing confirmed: CREATE_REPLICATION_SLOT is running.
+	r.Slot.BeingCreated = slot.Exists && slot.Active && slot.ConfirmedFlushLSN == 0
+	if slot.Exists && !r.Slot.BeingCreated {
 		r.Slot.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
 	}
 	walLSN, err := source.CurrentWALLSN(ctx, src)
@@ -258,8 +264,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	slotLine := "missing"
 	if slot.Exists {
-		// Active with nothing confirmed: CREATE_REPLICATION_SLOT is running.
-		creating := slot.Active && slot.ConfirmedFlushLSN == 0
+		creating := r.Slot.BeingCreated
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
 		if creating {
 			slotLine = fmt.Sprintf("wal_status %s, two_phase %t", orDash(slot.WALStatus), slot.TwoPhase)
