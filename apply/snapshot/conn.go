@@ -56,7 +56,7 @@ func (c *Conn) Import(ctx context.Context, name string) error {
 func (c *Conn) Pgx() *pgx.Conn { return c.conn }
 
 // Close ends the connection.
-func (c *Conn) Close(ctx context.Context) { _ = c.conn.Close(context.WithoutCancel(ctx)) }
+func (c *Conn) Close(context.Context) { _ = c.conn.Close(context.Background()) }
 
 // ConnPool is copy connections to the source, some opened ahead of their
 // use (Predial): a connection costs the source a server process and an
@@ -131,8 +131,12 @@ func (p *ConnPool) Close(ctx context.Context) {
 	for p.pending > 0 {
 		p.opened.Wait()
 	}
+	// At once: each close is a round of system calls and a server process
+	// ending, and this one is between the copy and the stream.
+	var wg sync.WaitGroup
 	for _, c := range p.conns {
-		c.Close(ctx)
+		wg.Go(func() { c.Close(ctx) })
 	}
+	wg.Wait()
 	p.conns = nil
 }

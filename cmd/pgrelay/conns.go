@@ -86,17 +86,23 @@ func (c *sessionConns) takeRepl() *source.ReplConn {
 
 // close closes what is still the session's.
 func (c *sessionConns) close(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
+	// Background, not ctx without its cancel: pgx watches any other context
+	// with a goroutine of its own, for a close that cannot be cut short
+	// either way.
+	ctx = context.Background()
+	// At once, as they opened: each close waits for its own round trip.
+	var wg sync.WaitGroup
 	if c.tgt != nil {
-		_ = c.tgt.Close(ctx)
+		wg.Go(func() { _ = c.tgt.Close(ctx) })
 	}
 	if c.src != nil {
-		_ = c.src.Close(ctx)
+		wg.Go(func() { _ = c.src.Close(ctx) })
 	}
 	if c.lock != nil {
-		_ = c.lock.Close(ctx)
+		wg.Go(func() { _ = c.lock.Close(ctx) })
 	}
 	if c.repl != nil {
-		_ = c.repl.Close(ctx)
+		wg.Go(func() { _ = c.repl.Close(ctx) })
 	}
+	wg.Wait()
 }

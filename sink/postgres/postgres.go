@@ -311,24 +311,30 @@ func (s *Sink) CanPrepare() bool { return s.canPrepare }
 func (s *Sink) Close(ctx context.Context) error {
 	_ = s.settle() // the goroutine of an outstanding commit uses the connection
 	s.warming.Wait()
-	var errs []error
+	var conns []*pgx.Conn
 	if s.conn != nil {
-		errs = append(errs, s.conn.Close(ctx))
+		conns = append(conns, s.conn)
 		s.conn = nil
 	}
 	s.cur = nil
 	s.metaMu.Lock()
 	if s.meta != nil {
-		errs = append(errs, s.meta.Close(ctx))
+		conns = append(conns, s.meta)
 		s.meta = nil
 	}
 	s.metaMu.Unlock()
 	s.bulkMu.Lock()
-	for _, c := range s.bulkIdle {
-		errs = append(errs, c.Close(ctx))
-	}
+	conns = append(conns, s.bulkIdle...)
 	s.bulkIdle = nil
 	s.bulkMu.Unlock()
+	// At once: each close waits for its own round trip, which at the end of
+	// a migration adds up.
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() { errs[i] = c.Close(ctx) })
+	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sink/postgres: close: %w", err)
 	}
