@@ -803,6 +803,13 @@ type columnFiller interface {
 	ColumnFill(ctx context.Context, schema, table, column string) (fill string, found, volatile bool, err error)
 }
 
+// apartEnsurer is the optional capability of a sink to bring a table to a
+// definition in a target transaction of its own while another is open
+// (postgres.Sink.EnsureTableApart).
+type apartEnsurer interface {
+	EnsureTableApart(ctx context.Context, t, prev *schema.Table) (bool, error)
+}
+
 // factsMatcher is the optional capability of a Catalog to tell whether the
 // committed source catalog already matches a Relation message.
 type factsMatcher interface {
@@ -918,17 +925,29 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	} else if via {
 		return nil
 	}
-	if preparing && !ownDDL && a.prepTx != nil && prev != nil && !schema.SameDefinition(prev, t) {
+	apart := false
+	if ap, ok := a.sink.(apartEnsurer); ok && preparing && !ownDDL && a.prepTx != nil {
 		// Committed earlier on the source, first seen in this prepared
-		// transaction after its first change: it can only join it. (Without
-		// an earlier version in this session, only the sink knows whether
-		// the target table differs: a table's first Relation message in a
-		// session is a change to the catalog, not to the table.)
-		a.log.Warn("a table's change of definition committed earlier on the source is applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see README, limits)",
-			"table", t.QualifiedName(), "xid", xid, "lsn", lsn)
-	}
-	if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
+		// transaction after its first change: altered in a target
+		// transaction of its own, which the sink can do unless the prepared
+		// one holds the table already.
+		var err error
+		if apart, err = ap.EnsureTableApart(ctx, t, prev); err != nil {
+			if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
+				return fmt.Errorf("apply: %w", err)
+			}
+			return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
+		}
+	} else if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
 		return err
+	}
+	if preparing && !ownDDL && a.prepTx != nil && !apart && prev != nil && !schema.SameDefinition(prev, t) {
+		// It joined the prepared transaction. (Without an earlier version
+		// in this session, only the sink knows whether the target table
+		// differed: a table's first Relation message in a session is a
+		// change to the catalog, not to the table.)
+		a.log.Warn("a table's change of definition committed earlier on the source was applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see README, limits)",
+			"table", t.QualifiedName(), "xid", xid, "lsn", lsn)
 	}
 	if factsMatch || a.fills == nil {
 		return nil

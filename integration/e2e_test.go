@@ -1199,6 +1199,57 @@ func TestE2EPreparedCommittedDDLOutside(t *testing.T) {
 	}
 }
 
+// TestE2EPreparedCommittedDDLAfterOtherTable: as TestE2EPreparedCommittedDDLOutside,
+// but the prepared transaction changed another table before the one whose
+// definition changed, so its target transaction is open when the Relation
+// message comes: the table is altered in a target transaction of its own on
+// another session all the same. Inside the prepared one, the insert committed
+// in between waited for COMMIT PREPARED for ever.
+func TestE2EPreparedCommittedDDLAfterOtherTable(t *testing.T) {
+	e := e2eNewestDedicatedPairFrom15(t, "slots created with two_phase need")
+	e.src.Exec(t, `CREATE TABLE pdu (id int PRIMARY KEY); CREATE TABLE pdt (id int PRIMARY KEY, v text);
+		INSERT INTO pdt VALUES (1, 'a')`)
+	p := e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	// The session knows the table's definition before the change.
+	e.src.Exec(t, "INSERT INTO pdt VALUES (2, 'b')")
+	e2eSync(t, e, p, time.Minute)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	held := e.src.Conn(t)
+	if _, err := held.Exec(ctx, "BEGIN; INSERT INTO pdu VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	// Committed while the transaction is open: it has not touched pdt.
+	e.src.Exec(t, "ALTER TABLE pdt ALTER COLUMN v TYPE varchar(50)")
+	if _, err := held.Exec(ctx, "INSERT INTO pdt VALUES (10, 'x'); PREPARE TRANSACTION 'pdt_p'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if e.src.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'pdt_p'") != "0" {
+			e.src.Exec(t, "ROLLBACK PREPARED 'pdt_p'")
+		}
+	})
+	e.src.Exec(t, "INSERT INTO pdt VALUES (11, 'y')")
+	e2eWaitTarget(t, e, p, time.Minute, "the row committed after the prepared transaction", "SELECT count(*) = 1 FROM public.pdt WHERE id = 11")
+	if got := e.tgt.QueryString(t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'public.pdt'::regclass AND attname = 'v'"); got != "character varying(50)" {
+		t.Errorf("target column pdt.v is %s, want character varying(50)", got)
+	}
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts"); got != "1" {
+		t.Errorf("the target holds %s prepared transactions, want the one the source holds", got)
+	}
+	e.src.Exec(t, "COMMIT PREPARED 'pdt_p'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	if strings.Contains(p.logs(), "applied inside a prepared transaction") {
+		t.Errorf("the change of definition joined the prepared transaction; log:\n%s", p.logs())
+	}
+}
+
 // TestE2EUnreachableTargetCreatesNothing: a target database that does not
 // exist stops migrate with one line, before anything is created on the source.
 func TestE2EUnreachableTargetCreatesNothing(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -201,6 +202,13 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	delete(s.behind, t.RelationID)
 
+	if s.apart && s.cur != nil && !create && len(beforeMoves) == 0 && len(afterMoves) == 0 && len(indexDefs) == 0 {
+		done, err := s.alterApart(ctx, conn, t, prev, append(nonEmpty(createSchema), ddl...), def)
+		if err != nil || done {
+			return err
+		}
+	}
+
 	tx := s.cur
 	own := tx == nil
 	if own {
@@ -273,6 +281,107 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	s.forget(t)
 	return nil
+}
+
+// EnsureTableApart is EnsureTable for DDL the source committed on its own
+// that reaches pgrelay inside a transaction the target holds open (a prepared
+// one): there, the ALTER would hold the table's lock until that transaction
+// ends, and a change to the table committed before it on the source, later
+// in the stream, would wait for it for ever. So the table is altered in a
+// transaction of its own on another session, committed at once, when the
+// open transaction has not touched the table. It reports whether it was;
+// when not (the open transaction holds the table, or the change also moves
+// tables or builds indexes), the DDL joins the open transaction as in
+// EnsureTable.
+func (s *Sink) EnsureTableApart(ctx context.Context, t, prev *schema.Table) (bool, error) {
+	s.apart, s.apartDone = true, false
+	defer func() { s.apart = false }()
+	err := s.EnsureTable(ctx, t, prev)
+	return s.apartDone && err == nil, err
+}
+
+// apartLockWait bounds EnsureTableApart's wait for the table's lock: a lock
+// another transaction holds for long (a prepared one) is left to the open
+// transaction's DDL, which waits for it as before.
+const apartLockWait = 5 * time.Second
+
+// alterApart runs stmts, the DDL that brings prev's target table to t, and
+// records t's definition in a transaction of its own on the metadata
+// session, once everything the open transaction (s.cur, on conn) queued is
+// on the server and it holds no lock on the table. It reports whether it did.
+func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.Table, stmts []string, def []byte) (bool, error) {
+	qname, prevName := quotedTable(s.dialect, t), quotedTable(s.dialect, prev)
+	tx := s.cur
+	if err := tx.usable(); err != nil {
+		return false, err
+	}
+	if err := tx.drain(ctx); err != nil {
+		return false, &sink.EarlierChangeError{Err: err}
+	}
+	if err := tx.flushRun(ctx); err != nil {
+		return false, &sink.EarlierChangeError{Err: err}
+	}
+	if err := tx.send(ctx); err != nil {
+		return false, &sink.EarlierChangeError{Err: err}
+	}
+	if tx.begun {
+		var holds bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
+			WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'relation' AND relation = pg_catalog.to_regclass($1))`, prevName).Scan(&holds); err != nil {
+			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		}
+		if holds {
+			return false, nil
+		}
+	}
+	sch, name := s.dialect.TargetTable(t)
+	ps, pn := s.dialect.TargetTable(prev)
+	timedOut := false
+	err := s.withMeta(ctx, func(meta *pgx.Conn) error {
+		err := pgx.BeginFunc(ctx, meta, func(mtx pgx.Tx) error {
+			if _, err := mtx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", apartLockWait.Milliseconds())); err != nil {
+				return err
+			}
+			for _, stmt := range stmts {
+				if _, err := mtx.Exec(ctx, stmt); err != nil {
+					return fmt.Errorf("%s: %w", sqlHead(stmt), err)
+				}
+			}
+			pg := mtx.Conn().PgConn()
+			if ps != sch || pn != name {
+				if _, err := pg.ExecParams(ctx, "DELETE FROM pgrelay.relation WHERE schema = $1 AND name = $2",
+					[][]byte{[]byte(ps), []byte(pn)}, nil, nil, nil).Close(); err != nil {
+					return err
+				}
+			}
+			_, err := pg.ExecParams(ctx, storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil).Close()
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			timedOut = true
+			return nil
+		}
+		return err
+	})
+	if timedOut {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, collationHint(err))
+	}
+	s.apartDone = true
+	s.forget(prev)
+	s.forget(t)
+	return true, nil
+}
+
+// nonEmpty is a slice of stmt, or none when it is empty.
+func nonEmpty(stmt string) []string {
+	if stmt == "" {
+		return nil
+	}
+	return []string{stmt}
 }
 
 // storeDefinitionSQL records the definition (storeDefinitionArgs) a target
