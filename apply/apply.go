@@ -164,6 +164,12 @@ type Applier struct {
 	streamXid uint32
 	streams   map[uint32]*txnBuffer
 	relSeen   map[uint32]relationSeen // see ensureRelation
+	// waited is the source transaction (xid, and txnLSN to tell a reused
+	// xid apart) WaitCommitted last returned for: ended, it stays ended.
+	waited struct {
+		xid    uint32
+		txnLSN source.LSN
+	}
 	// unsynced are relations installed from a transaction the target already
 	// has (installRelation), whose target tables were left as they were;
 	// the next change applied to one brings it up to date first (syncRelation).
@@ -901,10 +907,11 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 			return err
 		}
 	}
-	if w, ok := a.cat.(commitWaiter); ok && xid != 0 && !preparing {
+	if w, ok := a.cat.(commitWaiter); ok && xid != 0 && !preparing && (a.waited.xid != xid || a.waited.txnLSN != a.txnLSN) {
 		if err := w.WaitCommitted(ctx, xid); err != nil {
 			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 		}
+		a.waited.xid, a.waited.txnLSN = xid, a.txnLSN
 	}
 	t, prev, changed, err := a.cat.Apply(ctx, rel)
 	if err != nil {
@@ -1283,6 +1290,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			lsn     source.LSN
 		}
 		var ddls []ddl
+		waited := false // once per transaction: it ends once
 		err := buf.each(func(rec *record) error {
 			if rec.kind != recRelation {
 				return nil
@@ -1291,10 +1299,11 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			if _, seen := versions[rel.RelationID]; !seen {
 				versions[rel.RelationID], _ = a.cat.Table(rel.RelationID) // nil when new
 			}
-			if w, ok := a.cat.(commitWaiter); ok {
+			if w, ok := a.cat.(commitWaiter); ok && !waited {
 				if err := w.WaitCommitted(ctx, buf.xid); err != nil {
 					return err
 				}
+				waited = true
 			}
 			t, prev, changed, err := a.cat.Apply(ctx, rel)
 			if err != nil {

@@ -60,4 +60,10 @@ func TestRelationWaitsForItsTransaction(t *testing.T) {
 	if fmt.Sprint(log) != "[wait 7 apply t1 wait 9 apply t2]" {
 		t.Fatalf("log %v", log)
 	}
+	// Once per transaction: ended, it stays ended.
+	log = nil
+	feed(0x400, begin(11, 0x410), rel(3, "v"), ins(3, "1", "a"), rel(4, "v"), ins(4, "1", "a"), commit(0x410, 0x418))
+	if fmt.Sprint(log) != "[wait 11 apply t3 apply t4]" {
+		t.Fatalf("log %v, want one wait for transaction 11", log)
+	}
 }
