@@ -93,7 +93,9 @@ func testE2EMigrateConnections(t *testing.T, major int) {
 	}
 	e := e2ePair(t, major)
 	e.extra = append(e.extra, "PGRELAY_COPY_WORKERS=2")
-	e.src.Exec(t, `CREATE TABLE cn_a (id int PRIMARY KEY, v text);
+	// A serial column: its sequence is set at the end, on a session
+	// migrate holds.
+	e.src.Exec(t, `CREATE TABLE cn_a (id serial PRIMARY KEY, v text);
 		CREATE TABLE cn_b (id int PRIMARY KEY, v text);
 		INSERT INTO cn_a SELECT g, 'a' FROM generate_series(1, 1000) g;
 		INSERT INTO cn_b SELECT g, 'b' FROM generate_series(1, 1000) g`)

@@ -20,25 +20,24 @@ func (s *Sink) SetSequences(ctx context.Context, seqs []source.Sequence) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	conn, err := s.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return classify(fmt.Errorf("sink/postgres: set sequences: %w", err), conn.IsClosed())
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	for _, q := range seqs {
-		if err := s.setSequence(ctx, tx, q); err != nil {
-			return classify(err, conn.IsClosed())
+	// On the metadata session: a session of its own cost the end of every
+	// migration a server process and an authentication.
+	return s.withMeta(ctx, func(conn *pgx.Conn) error {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("sink/postgres: set sequences: %w", err)
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return classify(fmt.Errorf("sink/postgres: set sequences: commit: %w", err), conn.IsClosed())
-	}
-	return nil
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		for _, q := range seqs {
+			if err := s.setSequence(ctx, tx, q); err != nil {
+				return err
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("sink/postgres: set sequences: commit: %w", err)
+		}
+		return nil
+	})
 }
 
 // setSequence sets one sequence. The column's default or identity needs
