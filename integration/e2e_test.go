@@ -1188,16 +1188,31 @@ func TestE2EPreparedCommittedDDLOutside(t *testing.T) {
 	e2eSync(t, e, p, time.Minute)
 	e.src.Exec(t, "ALTER TABLE pdo ALTER COLUMN v TYPE varchar(50)")
 	e.src.Exec(t, "BEGIN; INSERT INTO pdo VALUES (10, 'x'); PREPARE TRANSACTION 'pdo_p3'")
-	e.src.Exec(t, "INSERT INTO pdo VALUES (11, 'y')")
-	e2eWaitTarget(t, e, p, time.Minute, "the row committed after the prepared transaction", "SELECT count(*) = 1 FROM public.pdo WHERE id = 11")
-	if got := e.tgt.QueryString(t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'public.pdo'::regclass AND attname = 'v'"); got != "character varying(50)" {
-		t.Errorf("target column pdo.v is %s, want character varying(50)", got)
+	e2eDDLOutsidePrepared(t, e, p, "pdo", "pdo_p3")
+}
+
+// e2eDDLOutsidePrepared checks, while the source holds prepared transaction
+// gid and replicate p streams, that a row committed into table (id, v) after
+// it reaches the target, whose column v has become varchar(50), while the
+// target holds gid prepared; then commits gid and compares.
+func e2eDDLOutsidePrepared(t *testing.T, e *e2eEnv, p *e2eProc, table, gid string) {
+	t.Helper()
+	e.src.Exec(t, "INSERT INTO "+table+" VALUES (11, 'y')")
+	e2eWaitTarget(t, e, p, time.Minute, "the row committed after the prepared transaction", "SELECT count(*) = 1 FROM public."+table+" WHERE id = 11")
+	if got := e.tgt.QueryString(t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'v'", "public."+table); got != "character varying(50)" {
+		t.Errorf("target column %s.v is %s, want character varying(50)", table, got)
 	}
-	e.src.Exec(t, "COMMIT PREPARED 'pdo_p3'")
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts"); got != "1" {
+		t.Errorf("the target holds %s prepared transactions, want the one the source holds", got)
+	}
+	e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
 	e2eSync(t, e, p, time.Minute)
 	e2eCompare(t, e)
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	if strings.Contains(p.logs(), "applied inside a prepared transaction") {
+		t.Errorf("the change of definition joined the prepared transaction; log:\n%s", p.logs())
 	}
 }
 
@@ -1233,23 +1248,7 @@ func TestE2EPreparedCommittedDDLAfterOtherTable(t *testing.T) {
 			e.src.Exec(t, "ROLLBACK PREPARED 'pdt_p'")
 		}
 	})
-	e.src.Exec(t, "INSERT INTO pdt VALUES (11, 'y')")
-	e2eWaitTarget(t, e, p, time.Minute, "the row committed after the prepared transaction", "SELECT count(*) = 1 FROM public.pdt WHERE id = 11")
-	if got := e.tgt.QueryString(t, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'public.pdt'::regclass AND attname = 'v'"); got != "character varying(50)" {
-		t.Errorf("target column pdt.v is %s, want character varying(50)", got)
-	}
-	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts"); got != "1" {
-		t.Errorf("the target holds %s prepared transactions, want the one the source holds", got)
-	}
-	e.src.Exec(t, "COMMIT PREPARED 'pdt_p'")
-	e2eSync(t, e, p, time.Minute)
-	e2eCompare(t, e)
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-	}
-	if strings.Contains(p.logs(), "applied inside a prepared transaction") {
-		t.Errorf("the change of definition joined the prepared transaction; log:\n%s", p.logs())
-	}
+	e2eDDLOutsidePrepared(t, e, p, "pdt", "pdt_p")
 }
 
 // TestE2EUnreachableTargetCreatesNothing: a target database that does not
