@@ -675,6 +675,17 @@ func (e *e2eEnv) status(t testing.TB) (e2eStatus, string) {
 	return st, raw
 }
 
+// e2eSyncCompareStop waits until replicate p has applied everything the
+// source committed, compares the tables, and stops p, which must exit 0.
+func e2eSyncCompareStop(t testing.TB, e *e2eEnv, p *e2eProc) {
+	t.Helper()
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+}
+
 // e2eLSN parses an LSN, failing the test when it is malformed.
 func e2eLSN(t testing.TB, what, s string) pglogrepl.LSN {
 	t.Helper()

@@ -690,11 +690,7 @@ func testE2EDDLWhileBehind(t *testing.T, major int) {
 				e.src.Exec(t, sql)
 			}
 			p = e.start("replicate")
-			e2eSync(t, e, p, time.Minute)
-			e2eCompare(t, e)
-			if code := p.term(t, time.Minute); code != 0 {
-				t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-			}
+			e2eSyncCompareStop(t, e, p)
 		})
 	}
 }
@@ -1165,11 +1161,7 @@ func TestE2EEnumLabelBehindPrepared(t *testing.T) {
 	e.src.Exec(t, "INSERT INTO ebp VALUES (4, 'c', 'after')")
 	e2eWaitTarget(t, e, p, 2*time.Minute, "the row using the new label", "SELECT count(*) = 1 FROM public.ebp WHERE id = 4")
 	e.src.Exec(t, "COMMIT PREPARED 'ebp_p2'")
-	e2eSync(t, e, p, time.Minute)
-	e2eCompare(t, e)
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-	}
+	e2eSyncCompareStop(t, e, p)
 }
 
 // TestE2EPreparedCommittedDDLOutside: a change of a table's definition
@@ -1206,11 +1198,7 @@ func e2eDDLOutsidePrepared(t *testing.T, e *e2eEnv, p *e2eProc, table, gid strin
 		t.Errorf("the target holds %s prepared transactions, want the one the source holds", got)
 	}
 	e.src.Exec(t, "COMMIT PREPARED '"+gid+"'")
-	e2eSync(t, e, p, time.Minute)
-	e2eCompare(t, e)
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-	}
+	e2eSyncCompareStop(t, e, p)
 	if strings.Contains(p.logs(), "applied inside a prepared transaction") {
 		t.Errorf("the change of definition joined the prepared transaction; log:\n%s", p.logs())
 	}
@@ -1711,11 +1699,7 @@ func testE2EPreparedDDLRestart(t *testing.T, major int) {
 	p = e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
 	e.src.Exec(t, "COMMIT PREPARED 'pr2'")
-	e2eSync(t, e, p, time.Minute)
-	e2eCompare(t, e)
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-	}
+	e2eSyncCompareStop(t, e, p)
 }
 
 // TestE2EPreparedAddColumn: a column added with a default inside a prepared
@@ -1800,11 +1784,7 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	prepare("pa3", "ALTER TABLE pa ADD COLUMN f timestamptz DEFAULT '2026-01-02 03:04:05+00'",
 		"INSERT INTO pa (id, v) SELECT g, repeat('s', 200) FROM generate_series(100, 3100) g")
 	e.src.Exec(t, "COMMIT PREPARED 'pa3'")
-	e2eSync(t, e, p, time.Minute)
-	e2eCompare(t, e)
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-	}
+	e2eSyncCompareStop(t, e, p)
 }
 
 // TestE2EMigrateInterrupted: a migrate stopped by SIGTERM, during the copy or
@@ -2247,11 +2227,7 @@ func TestE2EFullIdentityTwinPrepared(t *testing.T) {
 	e.src.Exec(t, "DELETE FROM twin WHERE b = 'plain'; INSERT INTO twin VALUES (1, 'x')")
 	e2eSync(t, e, p, time.Minute)
 	e.src.Exec(t, "COMMIT PREPARED 'twin_p1'")
-	e2eSync(t, e, p, time.Minute)
-	e2eCompare(t, e)
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
-	}
+	e2eSyncCompareStop(t, e, p)
 }
 
 // TestE2ECatalogAheadOfPrepared: pgrelay restarts while the target holds a
