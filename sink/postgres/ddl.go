@@ -53,48 +53,56 @@ func (s *Sink) IndexTablesItCreates(r schema.IndexReader) { s.indexes = r }
 // joins it, after the changes queued before it, so a schema change commits with
 // the source transaction that carried it; otherwise it runs in its own.
 func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
+	_, err := s.ensureTable(ctx, t, prev, false)
+	return err
+}
+
+// ensureTable is EnsureTable; with apart, it alters the table in a
+// transaction of its own when it can (EnsureTableApart), and reports whether
+// it did.
+func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart bool) (bool, error) {
 	if t == nil {
-		return errors.New("sink/postgres: ensure table: no table")
+		return false, errors.New("sink/postgres: ensure table: no table")
 	}
 	qname := quotedTable(s.dialect, t)
 	if sch, _ := s.dialect.TargetTable(t); sch == MetadataSchema {
 		// Preflight refuses such tables; one can still appear later (created
 		// on the source, or moved into the schema) and must not land among
 		// pgrelay's own.
-		return fmt.Errorf("sink/postgres: %w", &source.MetadataSchemaError{Schema: MetadataSchema, Tables: []string{qname},
+		return false, fmt.Errorf("sink/postgres: %w", &source.MetadataSchemaError{Schema: MetadataSchema, Tables: []string{qname},
 			LeaveOut: "leave it out of the publication (PGRELAY_TABLES)"})
 	}
 	if prev != nil && schema.SameDefinition(prev, t) && !s.behind[t.RelationID] {
-		return nil
+		return false, nil
 	}
 	conn, err := s.applyConn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// What the target was last built to is the truth to alter from: after a
 	// restart the caller knows no previous version, and the stored one keeps
 	// the attribute numbers that tell a renamed column from a new one even when
 	// the source's catalog has moved on since.
 	if err := s.ready(); err != nil {
-		return err
+		return false, err
 	}
 	pl, err := s.place(ctx, conn, t, prev)
 	if err != nil {
-		return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 	}
 	prev = pl.prev
 	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) {
 		delete(s.behind, t.RelationID)
-		return nil
+		return false, nil
 	}
 	if prev == nil && s.copyJoined {
 		// Added to a publication that lists its tables: its earlier rows
 		// come only from a copy, which the next session's start makes.
-		return sink.Retryable(fmt.Errorf("sink/postgres: table %s joined the publication while pgrelay ran: a new session copies its rows first", qname))
+		return false, sink.Retryable(fmt.Errorf("sink/postgres: table %s joined the publication while pgrelay ran: a new session copies its rows first", qname))
 	}
 	def, err := json.Marshal(t)
 	if err != nil {
-		return fmt.Errorf("sink/postgres: ensure table %s: encode definition: %w", qname, err)
+		return false, fmt.Errorf("sink/postgres: ensure table %s: encode definition: %w", qname, err)
 	}
 	// The schema and the types (enums, domains, composites) are committed on
 	// their own first: PostgreSQL refuses a new enum label in the transaction
@@ -107,7 +115,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	var createSchema string
 	if types := s.dialect.CreateTypes(t); len(types) > 0 {
 		if err := s.createSchemaAndTypes(ctx, t, append([]string{s.dialect.CreateSchema(sch)}, types...)); err != nil {
-			return fmt.Errorf("sink/postgres: create the schema and types of %s: %w", qname, err)
+			return false, fmt.Errorf("sink/postgres: create the schema and types of %s: %w", qname, err)
 		}
 	} else {
 		createSchema = s.dialect.CreateSchema(sch)
@@ -117,7 +125,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if !create {
 		var exists bool
 		if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", quotedTable(s.dialect, prev)).Scan(&exists); err != nil {
-			return classify(fmt.Errorf("sink/postgres: ensure table %s: look up %s: %w", qname, quotedTable(s.dialect, prev), err), conn.IsClosed())
+			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: look up %s: %w", qname, quotedTable(s.dialect, prev), err), conn.IsClosed())
 		}
 		create = !exists
 	}
@@ -129,7 +137,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	}
 	ddlTable, err := s.leaveOutDefaults(ctx, t, ddlPrev)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var more []string
 	if create {
@@ -138,7 +146,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		more, err = s.dialect.AlterTable(prev, ddlTable)
 	}
 	if err != nil {
-		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 	ddl = append(ddl, more...)
 	if create {
@@ -150,7 +158,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		// indexes cost nothing to build now, with the table.
 		defs, err := s.indexes.IndexDefs(ctx, t.Schema, t.Name)
 		if err != nil {
-			return fmt.Errorf("sink/postgres: ensure table %s: read its indexes on the source: %w", qname, err)
+			return false, fmt.Errorf("sink/postgres: ensure table %s: read its indexes on the source: %w", qname, err)
 		}
 		for _, def := range defs {
 			indexDefs = append(indexDefs, ifNotExists(def))
@@ -164,7 +172,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		// constraint, the way a copy made now would have it.
 		defs, err := kr.KeyIndexDefs(ctx, t.Schema, t.Name, prev.TargetKey())
 		if err != nil {
-			return fmt.Errorf("sink/postgres: ensure table %s: read the source's index on its former key: %w", qname, err)
+			return false, fmt.Errorf("sink/postgres: ensure table %s: read the source's index on its former key: %w", qname, err)
 		}
 		for _, def := range defs {
 			indexDefs, keyMoved = append(indexDefs, ifNotExists(def)), true
@@ -173,11 +181,11 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 
 	beforeMoves, err := s.moveStatements(pl.before, pl.defs)
 	if err != nil {
-		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 	afterMoves, err := s.moveStatements(pl.after, pl.defs)
 	if err != nil {
-		return fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 
 	if !create && len(pl.before) == 0 && len(pl.after) == 0 && len(indexDefs) == 0 && schema.SameColumns(prev, t) {
@@ -189,7 +197,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		// source sends after that DDL of its own.
 		held, err := heldByPrepared(ctx, conn, quotedTable(s.dialect, prev))
 		if err != nil {
-			return classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 		}
 		if held {
 			if !s.behind[t.RelationID] {
@@ -197,15 +205,15 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 					"table", qname)
 			}
 			s.behind[t.RelationID] = true
-			return nil
+			return false, nil
 		}
 	}
 	delete(s.behind, t.RelationID)
 
-	if s.apart && s.cur != nil && !create && len(beforeMoves) == 0 && len(afterMoves) == 0 && len(indexDefs) == 0 {
+	if apart && s.cur != nil && !create && len(beforeMoves) == 0 && len(afterMoves) == 0 && len(indexDefs) == 0 {
 		done, err := s.alterApart(ctx, conn, t, prev, append(nonEmpty(createSchema), ddl...), def)
 		if err != nil || done {
-			return err
+			return done, err
 		}
 	}
 
@@ -213,16 +221,16 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	own := tx == nil
 	if own {
 		if tx, err = s.begin(ctx); err != nil {
-			return err
+			return false, err
 		}
 	} else if err := tx.usable(); err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.drain(ctx); err != nil {
-		return &sink.EarlierChangeError{Err: err}
+		return false, &sink.EarlierChangeError{Err: err}
 	}
 	if err := tx.flushRun(ctx); err != nil {
-		return &sink.EarlierChangeError{Err: err}
+		return false, &sink.EarlierChangeError{Err: err}
 	}
 	tx.queueBegin()
 	if createSchema != "" {
@@ -241,7 +249,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		// Renamed or moved: no target table is left under the old name, nor
 		// may its definition be found there later.
 		if ps, pn := s.dialect.TargetTable(prev); ps != sch || pn != name {
-			tx.batch.ExecParams("DELETE FROM pgrelay.relation WHERE schema = $1 AND name = $2",
+			tx.batch.ExecParams(forgetDefinitionSQL,
 				[][]byte{[]byte(ps), []byte(pn)}, nil, nil, nil)
 			tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
 		}
@@ -271,16 +279,16 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if err != nil {
 		// A change queued before the DDL (sent with it) may be what failed.
 		if ce := (*ChangeError)(nil); errors.As(err, &ce) && ce.Op != opDDL.String() {
-			return &sink.EarlierChangeError{Err: err}
+			return false, &sink.EarlierChangeError{Err: err}
 		}
-		return collationHint(err)
+		return false, collationHint(err)
 	}
 	s.logMoves(t, pl)
 	if prev != nil {
 		s.forget(prev)
 	}
 	s.forget(t)
-	return nil
+	return false, nil
 }
 
 // EnsureTableApart is EnsureTable for DDL the source committed on its own
@@ -294,10 +302,7 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 // tables or builds indexes), the DDL joins the open transaction as in
 // EnsureTable.
 func (s *Sink) EnsureTableApart(ctx context.Context, t, prev *schema.Table) (bool, error) {
-	s.apart, s.apartDone = true, false
-	defer func() { s.apart = false }()
-	err := s.EnsureTable(ctx, t, prev)
-	return s.apartDone && err == nil, err
+	return s.ensureTable(ctx, t, prev, true)
 }
 
 // apartLockWait bounds EnsureTableApart's wait for the table's lock: a lock
@@ -325,9 +330,8 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 		return false, &sink.EarlierChangeError{Err: err}
 	}
 	if tx.begun {
-		var holds bool
-		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
-			WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'relation' AND relation = pg_catalog.to_regclass($1))`, prevName).Scan(&holds); err != nil {
+		holds, err := relationLocked(ctx, conn, prevName, "pid = pg_catalog.pg_backend_pid()")
+		if err != nil {
 			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 		}
 		if holds {
@@ -349,7 +353,7 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 			}
 			pg := mtx.Conn().PgConn()
 			if ps != sch || pn != name {
-				if _, err := pg.ExecParams(ctx, "DELETE FROM pgrelay.relation WHERE schema = $1 AND name = $2",
+				if _, err := pg.ExecParams(ctx, forgetDefinitionSQL,
 					[][]byte{[]byte(ps), []byte(pn)}, nil, nil, nil).Close(); err != nil {
 					return err
 				}
@@ -357,8 +361,7 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 			_, err := pg.ExecParams(ctx, storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil).Close()
 			return err
 		})
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		if sqlState(err) == "55P03" { // lock_not_available
 			timedOut = true
 			return nil
 		}
@@ -370,7 +373,6 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 	if err != nil {
 		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, collationHint(err))
 	}
-	s.apartDone = true
 	s.forget(prev)
 	s.forget(t)
 	return true, nil
@@ -389,6 +391,10 @@ func nonEmpty(stmt string) []string {
 const storeDefinitionSQL = `INSERT INTO pgrelay.relation (schema, name, definition, slot, relation_oid, updated_at) VALUES ($1, $2, $3, $4, $5, now())
 	ON CONFLICT (schema, name) DO UPDATE SET definition = excluded.definition, slot = excluded.slot,
 		relation_oid = excluded.relation_oid, updated_at = now()`
+
+// forgetDefinitionSQL removes the definition recorded under a target
+// table's name ($1 schema, $2 name), which no table has any more.
+const forgetDefinitionSQL = "DELETE FROM pgrelay.relation WHERE schema = $1 AND name = $2"
 
 // storeDefinitionArgs are storeDefinitionSQL's text parameters for t's
 // target table and def, t encoded.
@@ -440,10 +446,17 @@ func (s *Sink) Behind(relationID uint32) bool { return s.behind[relationID] }
 // heldByPrepared reports whether a prepared transaction holds a lock on the
 // target table qname.
 func heldByPrepared(ctx context.Context, conn *pgx.Conn, qname string) (bool, error) {
+	return relationLocked(ctx, conn, qname, "pid IS NULL")
+}
+
+// relationLocked reports whether a lock on the target table qname is held by
+// holders, a condition on pg_locks: "pid IS NULL" for prepared transactions,
+// "pid = pg_catalog.pg_backend_pid()" for conn's own session.
+func relationLocked(ctx context.Context, conn *pgx.Conn, qname, holders string) (bool, error) {
 	var held bool
 	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
 		WHERE locktype = 'relation' AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
-			AND relation = pg_catalog.to_regclass($1) AND pid IS NULL)`, qname).Scan(&held)
+			AND relation = pg_catalog.to_regclass($1) AND `+holders+`)`, qname).Scan(&held)
 	return held, err
 }
 

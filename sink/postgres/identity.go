@@ -236,7 +236,7 @@ func (s *Sink) moveStatements(moves []move, defs map[tableName]*schema.Table) ([
 			out = append(out, moveStmt{sql: stmt})
 		}
 		out = append(out,
-			moveStmt{"DELETE FROM pgrelay.relation WHERE schema = $1 AND name = $2", [][]byte{[]byte(m.to.schema), []byte(m.to.name)}},
+			moveStmt{forgetDefinitionSQL, [][]byte{[]byte(m.to.schema), []byte(m.to.name)}},
 			moveStmt{`UPDATE pgrelay.relation SET schema = $3, name = $4, definition = $5,
 					relation_oid = CASE WHEN $6 THEN NULL ELSE relation_oid END, updated_at = now()
 				WHERE schema = $1 AND name = $2`,

@@ -184,19 +184,16 @@ type Sink struct {
 	// behind holds the relations whose target table was left at an older
 	// definition than the source catalog's (see heldByPrepared): their
 	// next EnsureTable alters them even when the version is unchanged.
-	behind map[uint32]bool
-	// apart: EnsureTableApart asks EnsureTable to alter the table in a
-	// transaction of its own (apartDone: it did).
-	apart, apartDone bool
-	stmtSeq          int
-	deallocate       []string             // prepared statements of replaced table versions
-	retired          []*tableStatements   // forgotten during the open transaction
-	cur              *Tx                  // the open transaction, if any
-	fill             sink.FillResolver    // fill values of columns prepared transactions added
-	namer            schema.RelationNamer // where a source relation is now (identity.go)
-	indexes          schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
-	copyJoined       bool                 // see CopyJoinedTables
-	log              *slog.Logger
+	behind     map[uint32]bool
+	stmtSeq    int
+	deallocate []string             // prepared statements of replaced table versions
+	retired    []*tableStatements   // forgotten during the open transaction
+	cur        *Tx                  // the open transaction, if any
+	fill       sink.FillResolver    // fill values of columns prepared transactions added
+	namer      schema.RelationNamer // where a source relation is now (identity.go)
+	indexes    schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
+	copyJoined bool                 // see CopyJoinedTables
+	log        *slog.Logger
 	// Reused COPY buffers of the apply connection: one may be on the wire
 	// while the next run is encoded into the other (copyFlip).
 	copyScratch [2][]byte
