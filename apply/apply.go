@@ -797,6 +797,21 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 	return err
 }
 
+// waitCommitted waits, when the catalog can (commitWaiter), until source
+// transaction xid has ended on the source; once per transaction: ended, it
+// stays ended.
+func (a *Applier) waitCommitted(ctx context.Context, xid uint32) error {
+	w, ok := a.cat.(commitWaiter)
+	if !ok || xid == 0 || (a.waited.xid == xid && a.waited.txnLSN == a.txnLSN) {
+		return nil
+	}
+	if err := w.WaitCommitted(ctx, xid); err != nil {
+		return err
+	}
+	a.waited.xid, a.waited.txnLSN = xid, a.txnLSN
+	return nil
+}
+
 // commitWaiter is the optional capability of a Catalog to wait until a source
 // transaction is visible, before facts are read for its Relation messages.
 type commitWaiter interface {
@@ -907,11 +922,10 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 			return err
 		}
 	}
-	if w, ok := a.cat.(commitWaiter); ok && xid != 0 && !preparing && (a.waited.xid != xid || a.waited.txnLSN != a.txnLSN) {
-		if err := w.WaitCommitted(ctx, xid); err != nil {
+	if !preparing {
+		if err := a.waitCommitted(ctx, xid); err != nil {
 			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 		}
-		a.waited.xid, a.waited.txnLSN = xid, a.txnLSN
 	}
 	t, prev, changed, err := a.cat.Apply(ctx, rel)
 	if err != nil {
@@ -940,10 +954,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		// one holds the table already.
 		var err error
 		if apart, err = ap.EnsureTableApart(ctx, t, prev); err != nil {
-			if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
-				return fmt.Errorf("apply: %w", err)
-			}
-			return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
+			return ensureTableError(lsn, t, err)
 		}
 	} else if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
 		return err
@@ -1016,12 +1027,17 @@ func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *sche
 		return fmt.Errorf("apply: internal error: DDL for %s with a target transaction open", t.QualifiedName())
 	}
 	if err := a.sink.EnsureTable(ctx, t, prev); err != nil {
-		if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
-			return fmt.Errorf("apply: %w", err)
-		}
-		return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
+		return ensureTableError(lsn, t, err)
 	}
 	return nil
+}
+
+// ensureTableError is the error of the sink's EnsureTable for t, at lsn.
+func ensureTableError(lsn source.LSN, t *schema.Table, err error) error {
+	if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
+		return fmt.Errorf("apply: %w", err)
+	}
+	return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
 }
 
 // subxid is the (sub)transaction a message in a stream chunk belongs to.
@@ -1290,7 +1306,6 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			lsn     source.LSN
 		}
 		var ddls []ddl
-		waited := false // once per transaction: it ends once
 		err := buf.each(func(rec *record) error {
 			if rec.kind != recRelation {
 				return nil
@@ -1299,11 +1314,8 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			if _, seen := versions[rel.RelationID]; !seen {
 				versions[rel.RelationID], _ = a.cat.Table(rel.RelationID) // nil when new
 			}
-			if w, ok := a.cat.(commitWaiter); ok && !waited {
-				if err := w.WaitCommitted(ctx, buf.xid); err != nil {
-					return err
-				}
-				waited = true
+			if err := a.waitCommitted(ctx, buf.xid); err != nil {
+				return err
 			}
 			t, prev, changed, err := a.cat.Apply(ctx, rel)
 			if err != nil {
@@ -1656,8 +1668,8 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	// the transaction visible to new snapshots: fill values of the columns it
 	// added (sink.PreparedFills), read from the source catalog as the target
 	// commits, would not be there yet, and older rows would keep NULL.
-	if w, ok := a.cat.(commitWaiter); ok && a.fills != nil {
-		if err := w.WaitCommitted(ctx, m.Xid); err != nil {
+	if a.fills != nil {
+		if err := a.waitCommitted(ctx, m.Xid); err != nil {
 			return fmt.Errorf("apply: Commit Prepared of transaction %d at %s: %w", m.Xid, lsn, err)
 		}
 	}
