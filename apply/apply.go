@@ -265,13 +265,13 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 		a.log.Info("removed stale spill directories", "count", n, "dir", a.cfg.SpillDir)
 	}
 	if a.twoPhase != nil {
-		prefix := GIDPrefix(a.cfg.Slot)
+		prefix := sink.GIDPrefix(a.cfg.Slot)
 		gids, err := a.twoPhase.PreparedGIDs(ctx, prefix)
 		if err != nil {
 			return 0, fmt.Errorf("apply: list prepared transactions on the target: %w", err)
 		}
 		for _, gid := range gids {
-			if !OwnGID(a.cfg.Slot, gid) {
+			if !sink.OwnGID(a.cfg.Slot, gid) {
 				continue
 			}
 			a.targetPrepared[gid] = true
@@ -992,7 +992,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	if len(added) == 0 {
 		return nil
 	}
-	if err := a.fills.DeferFill(ctx, GID(a.cfg.Slot, xid), t, added); err != nil {
+	if err := a.fills.DeferFill(ctx, sink.GID(a.cfg.Slot, xid), t, added); err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
 	return nil
@@ -1128,7 +1128,7 @@ func (a *Applier) leaveOutAborted(ctx context.Context, xid uint32, err error) bo
 		return false
 	}
 	a.log.Warn("prepared transaction rolled back on the source before it was decoded: its changes arrived incomplete and are left out",
-		"xid", xid, "gid", GID(a.cfg.Slot, xid), "apply_error", err.Error())
+		"xid", xid, "gid", sink.GID(a.cfg.Slot, xid), "apply_error", err.Error())
 	if a.prepTx != nil {
 		_ = a.prepTx.Rollback(ctx)
 		a.prepTx = nil
@@ -1537,7 +1537,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 		return protoErr(lsn, "Stream Prepare for transaction %d, which never streamed", m.Xid)
 	}
 	delete(a.streams, m.Xid)
-	gid := GID(a.cfg.Slot, m.Xid)
+	gid := sink.GID(a.cfg.Slot, m.Xid)
 	done := m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
 	if !done {
 		var err error
@@ -1574,7 +1574,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	if err := a.outside(lsn, "Begin Prepare"); err != nil {
 		return err
 	}
-	gid := GID(a.cfg.Slot, m.Xid)
+	gid := sink.GID(a.cfg.Slot, m.Xid)
 	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, srcGID: m.GID, beginLSN: m.PrepareLSN}
 	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
 	a.txnPreparedXid = m.Xid
@@ -1637,7 +1637,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	if err := a.outside(lsn, "Commit Prepared"); err != nil {
 		return err
 	}
-	gid := GID(a.cfg.Slot, m.Xid)
+	gid := sink.GID(a.cfg.Slot, m.Xid)
 	pt := a.prepared[m.Xid]
 	delete(a.prepared, m.Xid)
 	if pt != nil && pt.buf != nil {
@@ -1690,7 +1690,7 @@ func (a *Applier) rollbackPrepared(ctx context.Context, lsn source.LSN, m *sourc
 	if err := a.outside(lsn, "Rollback Prepared"); err != nil {
 		return err
 	}
-	gid := GID(a.cfg.Slot, m.Xid)
+	gid := sink.GID(a.cfg.Slot, m.Xid)
 	if pt := a.prepared[m.Xid]; pt != nil {
 		delete(a.prepared, m.Xid)
 		if pt.buf != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrelay/pgrelay/apply/applytest"
 	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -240,8 +241,8 @@ func TestPreparedWithoutTwoPhase(t *testing.T) {
 
 func TestGIDs(t *testing.T) {
 	long := strings.Repeat("a", 63)
-	if g := GID(long, ^uint32(0)); len(g) != MaxGIDLen || MaxGIDLen > 200 {
-		t.Fatalf("GID %q has %d bytes, MaxGIDLen %d", g, len(g), MaxGIDLen)
+	if g := sink.GID(long, ^uint32(0)); len(g) != sink.MaxGIDLen || sink.MaxGIDLen > 200 {
+		t.Fatalf("GID %q has %d bytes, MaxGIDLen %d", g, len(g), sink.MaxGIDLen)
 	}
 	// Another slot whose name extends ours keeps its prepared transactions.
 	s := applytest.New(0)

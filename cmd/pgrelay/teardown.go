@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrelay/pgrelay/apply"
+	"github.com/pgrelay/pgrelay/sink"
 
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -117,7 +117,7 @@ func rollbackTargetPrepared(ctx context.Context, url, slot string, log *slog.Log
 
 // rollbackTargetPreparedOn is rollbackTargetPrepared on connection c.
 func rollbackTargetPreparedOn(ctx context.Context, c *pgx.Conn, slot string, log *slog.Logger) error {
-	prefix := apply.GIDPrefix(slot)
+	prefix := sink.GIDPrefix(slot)
 	rows, err := c.Query(ctx, `SELECT gid FROM pg_catalog.pg_prepared_xacts
 		WHERE database = pg_catalog.current_database() AND pg_catalog.left(gid, pg_catalog.length($1)) = $1`, prefix)
 	if err != nil {
@@ -128,7 +128,7 @@ func rollbackTargetPreparedOn(ctx context.Context, c *pgx.Conn, slot string, log
 		return fmt.Errorf("target: list prepared transactions: %w", err)
 	}
 	for _, gid := range gids {
-		if !apply.OwnGID(slot, gid) {
+		if !sink.OwnGID(slot, gid) {
 			continue
 		}
 		if _, err := c.Exec(ctx, "ROLLBACK PREPARED '"+gid+"'"); err != nil {
