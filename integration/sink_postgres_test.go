@@ -1859,3 +1859,111 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestSinkPostgresLockWatch: a statement of the apply session that waits for
+// a lock says, after Options.LockWait, what holds it: a session (with its
+// application and query), a prepared transaction of someone else (by GID),
+// or this slot's own prepared transaction, which apply cannot wait out (an
+// error). Once the holder lets go, the change is applied.
+func TestSinkPostgresLockWatch(t *testing.T) {
+	pg, s := pgTarget(t, 15, postgres.Options{LockWait: 200 * time.Millisecond})
+	var logs lockedBuffer
+	s.LocateRelations(nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	tb := sinktest.ItemsTable("public", "watched")
+	ensure(t, s, tb)
+	ctx := t.Context()
+	holder := pg.Conn(t)
+	ownGID := sink.GID(sinktest.Slot, 4242)
+	cases := []struct {
+		name          string
+		hold, release []string
+		want          []string // in one log line
+	}{
+		{
+			name:    "session",
+			hold:    []string{"SET application_name = 'locker'", "BEGIN", "LOCK TABLE public.watched IN SHARE MODE"},
+			release: []string{"COMMIT"},
+			want:    []string{"level=WARN", "waiting for a lock", "sessions=", `application \"locker\"`, "LOCK TABLE public.watched", "table=", "watched"},
+		},
+		{
+			name:    "other prepared",
+			hold:    []string{"BEGIN", "LOCK TABLE public.watched IN SHARE MODE", "PREPARE TRANSACTION 'someone_elses'"},
+			release: []string{"ROLLBACK PREPARED 'someone_elses'"},
+			want:    []string{"level=WARN", "waiting for a lock", "prepared=", "someone_elses"},
+		},
+		{
+			name:    "own prepared",
+			hold:    []string{"BEGIN", "LOCK TABLE public.watched IN SHARE MODE", "PREPARE TRANSACTION '" + ownGID + "'"},
+			release: []string{"ROLLBACK PREPARED '" + ownGID + "'"},
+			want:    []string{"level=ERROR", "apply is stalled", ownGID},
+		},
+	}
+	for i, c := range cases {
+		for _, q := range c.hold {
+			if _, err := holder.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %s: %v", c.name, q, err)
+			}
+		}
+		at := source.LSN(100 * (i + 1))
+		id := strconv.Itoa(i + 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- pgApply(t, s, at, sinktest.Ins(tb, at, sinktest.Row(sinktest.T(id), sinktest.N(), sinktest.N())))
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for !logHas(logs.String(), c.want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no log line with %q after 30 s:\n%s", c.name, c.want, logs.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("%s: the change was applied (%v) while the lock was held", c.name, err)
+		default:
+		}
+		for _, q := range c.release {
+			if _, err := holder.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %s: %v", c.name, q, err)
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: apply after the lock was released: %v", c.name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: apply did not finish after the lock was released", c.name)
+		}
+		wantQuery(t, pg, id, "SELECT max(id)::text FROM public.watched")
+	}
+	// A batch that runs longer than LockWait without waiting for a lock (a
+	// trigger that sleeps) is looked at, and not reported.
+	pg.Exec(t, `CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NEW; END $$;
+		CREATE TRIGGER slow BEFORE INSERT ON public.watched FOR EACH ROW EXECUTE FUNCTION public.slow();
+		ALTER TABLE public.watched ENABLE ALWAYS TRIGGER slow`)
+	logs.mu.Lock()
+	logs.b.Reset()
+	logs.mu.Unlock()
+	if err := pgApply(t, s, 1000, sinktest.Ins(tb, 1000, sinktest.Row(sinktest.T("99"), sinktest.N(), sinktest.N()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); got != "" {
+		t.Fatalf("a batch that waited for no lock was reported:\n%s", got)
+	}
+	wantQuery(t, pg, "99", "SELECT max(id)::text FROM public.watched")
+}
+
+// logHas reports whether one line of logs holds every string of want.
+func logHas(logs string, want []string) bool {
+	for line := range strings.SplitSeq(logs, "\n") {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}

@@ -106,7 +106,10 @@ type Options struct {
 	KeepOrder bool
 	// LockWait is how long DDL the snapshot copy cannot do without (adding a
 	// primary key back) waits for another session's lock on a target table
-	// before it logs that it waits, and goes on waiting. Default 10 s.
+	// before it logs that it waits, and goes on waiting; and how long a
+	// statement of the apply session runs before the sink looks at whether
+	// it waits for a lock, and logs what holds it (lockwatch.go). Default
+	// 10 s.
 	LockWait time.Duration
 }
 
@@ -482,6 +485,8 @@ func (s *Sink) prepare(ctx context.Context, ts *tableStatements, st *statement, 
 	}
 	s.stmtSeq++
 	name := "pgrelay_" + strconv.Itoa(s.stmtSeq)
+	// Parsing an INSERT, UPDATE or DELETE locks its table.
+	defer s.watchLocks(s.conn, ts.qname, 0)()
 	if _, err := s.conn.PgConn().Prepare(ctx, name, st.sql, st.paramOIDs); err != nil {
 		return err
 	}

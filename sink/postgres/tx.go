@@ -639,6 +639,8 @@ func (tx *Tx) send(ctx context.Context) error {
 func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn.Batch, keys []byte) error {
 	s.stats.batches.Add(1)
 	s.stats.statements.Add(int64(len(ops)))
+	table, lsn := batchSubject(ops)
+	defer s.watchLocks(conn, table, lsn)()
 	mrr := conn.PgConn().ExecBatch(ctx, batch)
 	done := 0
 	missing := -1
@@ -771,6 +773,7 @@ type copyJob struct {
 // copyRun runs c on conn and maps a failure to the row it names. It touches no
 // Tx state: sendAsyncThen runs it on another goroutine.
 func (s *Sink) copyRun(ctx context.Context, conn *pgx.Conn, c *copyJob) error {
+	defer s.watchLocks(conn, c.table, c.lsns[0])()
 	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(c.data), c.sql); err != nil {
 		ce := &ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: cutBy(ctx, err)}
 		if line := copyLine(err); line >= 1 && line <= len(c.lsns) {
