@@ -1082,6 +1082,8 @@ func TestE2ESlotWaitsForPrepared(t *testing.T) {
 	if st, raw := e.status(t); !st.Slot.BeingCreated || !st.Slot.Active || st.Slot.ActivePID == 0 ||
 		strings.Contains(raw, "confirmed_flush_lsn") || st.AppliedLSN != "" {
 		t.Errorf("status --json while the slot is being created:\n%s", raw)
+	} else if len(st.Tables) != 1 || st.Tables[0].State != "pending" {
+		t.Errorf("status --json while the slot of the first copy is being created: want the table pending:\n%s", raw)
 	}
 	e.src.Exec(t, "ROLLBACK PREPARED 'left_behind'")
 	p.waitLog(t, "caught up", 2*time.Minute)

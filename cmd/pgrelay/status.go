@@ -74,9 +74,10 @@ type tableState struct {
 // that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
 // are the tables the target holds a definition of (pgrelay.relation).
 //
-// While a copy is unfinished (copying is true: in progress, or interrupted),
-// a published table without a copy state is "pending": the copy, when it goes
-// on, copies it. A target table pgrelay created for it holds no rows yet.
+// While a copy is unfinished (copying is true: in progress, or interrupted,
+// or its slot being created), a published table without a copy state is
+// "pending": the copy, when it goes on, copies it. A target table pgrelay
+// created for it holds no rows yet.
 func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableKey]bool, copying bool, r *statusReport) error {
 	listed := map[tableKey]bool{}
 	for _, t := range r.Tables {
@@ -225,7 +226,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			r.Tables = append(r.Tables, ts)
 		}
 	}
-	if err := addStreamedTables(ctx, cfg, src, known, copying, &r); err != nil {
+	// A first copy's slot being created: the copy comes next.
+	pending := copying || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
+	if err := addStreamedTables(ctx, cfg, src, known, pending, &r); err != nil {
 		return err
 	}
 	// Lag is measured from an applied position; with none there is no lag to
