@@ -2934,3 +2934,34 @@ func TestE2ESeededWithoutCopyThenAuto(t *testing.T) {
 	}
 	e2eCompare(t, e)
 }
+
+// TestE2EUnusableTargetCreatesNoPublication: a target pgrelay cannot set up
+// (its database read-only) stops migrate with an error naming it, and leaves
+// the source as it was: the publication is not created (it used to be
+// created, then dropped again). Once the target is fixed, migrate creates it
+// and copies.
+func TestE2EUnusableTargetCreatesNoPublication(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE ro (id int PRIMARY KEY); INSERT INTO ro VALUES (1)")
+	db := pgx.Identifier{e.tgt.DB}.Sanitize()
+	e.tgt.Exec(t, "ALTER DATABASE "+db+" SET default_transaction_read_only = on")
+	p, code := e.run(2*time.Minute, "migrate")
+	logs := p.logs()
+	if code == 0 || !strings.Contains(logs, "read-only") {
+		t.Fatalf("migrate into a read-only target exited %d, want an error saying so; log:\n%s", code, logs)
+	}
+	if strings.Contains(logs, "created publication") {
+		t.Errorf("migrate created the publication before it knew the target could not take the data; log:\n%s", logs)
+	}
+	if n := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); n != "0" {
+		t.Fatalf("publication %s left on the source after a failed start", e.pub)
+	}
+	if _, err := e.tgt.Conn(t).Exec(t.Context(), "BEGIN READ WRITE; ALTER DATABASE "+db+" RESET default_transaction_read_only; COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	e.mustRun(3*time.Minute, "migrate")
+	if n := e.src.QueryString(t, "SELECT count(*) FROM pg_publication WHERE pubname = $1", e.pub); n != "1" {
+		t.Fatalf("publication %s not created by the migrate after the fix", e.pub)
+	}
+	e2eCompare(t, e)
+}

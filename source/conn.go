@@ -87,6 +87,11 @@ type ConnConfig struct {
 	// refuses published tables in a source schema of that name, which would
 	// be created in it (MetadataSchemaError).
 	MetadataSchema string
+	// BeforeCreatePublication, when set, is called before preflight creates
+	// the publication, and an error it returns is preflight's: the caller
+	// checks there that the target can take the data, so that a run that
+	// cannot go on leaves nothing behind on the source.
+	BeforeCreatePublication func(context.Context) error
 }
 
 // Validate applies defaults and reports the first setting a user must fix.

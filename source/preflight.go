@@ -224,6 +224,11 @@ func PreflightOn(ctx context.Context, conn *pgx.Conn, replErr error, cfg ConnCon
 		r.PublicationExists = exists
 		return r, &PreflightError{Problems: r.Problems}
 	}
+	if !exists && cfg.BeforeCreatePublication != nil {
+		if err := cfg.BeforeCreatePublication(ctx); err != nil {
+			return r, err
+		}
+	}
 	r.PublicationCreated, err = EnsurePublication(ctx, conn, cfg.Publication, cfg.Tables)
 	switch {
 	case err != nil:

@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -254,21 +255,24 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		_, err := tgt.Setup(targetCtx, cfg.Slot)
 		targetDone <- err
 	}()
+	targetErr := sync.OnceValue(func() error { return <-targetDone })
+	// A publication is created only once the target is ready for the data.
+	pcc.BeforeCreatePublication = func(context.Context) error { return targetErr() }
 	pre, err := source.PreflightOn(ctx, srcConn, conns.replErr, pcc)
 	if err != nil {
 		// A wait for another pgrelay's lock ends with it.
 		cancelTarget()
-		<-targetDone
+		targetErr()
 		return err
 	}
 	if pre.PublicationCreated {
 		log.Info("created publication", "publication", cfg.Publication)
 		err := markPublication(ctx, srcConn, cfg.Publication)
 		if err == nil {
-			err = <-targetDone
+			err = targetErr()
 		} else {
 			cancelTarget()
-			<-targetDone
+			targetErr()
 		}
 		if err != nil {
 			// What this session created does not stay behind when the
@@ -280,7 +284,7 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			}
 			return err
 		}
-	} else if err := <-targetDone; err != nil {
+	} else if err := targetErr(); err != nil {
 		return err
 	}
 	if pre.KeylessUnknown {
