@@ -105,11 +105,13 @@ type txn struct {
 	beginLSN source.LSN // Begin.FinalLSN or BeginPrepare.PrepareLSN
 	skip     bool
 	// held says a prepared transaction is held until its Commit Prepared and
-	// applied then, as a target that cannot prepare has it (see beginPrepare).
-	held bool
-	rows int
-	buf  *txnBuffer // set when the transaction is buffered, not applied as it arrives
-	msgs []*source.LogicalMessage
+	// applied then, as a target that cannot prepare has it (see beginPrepare);
+	// late, that it is held because the source finished it before its
+	// Begin Prepare reached pgrelay.
+	held, late bool
+	rows       int
+	buf        *txnBuffer // set when the transaction is buffered, not applied as it arrives
+	msgs       []*source.LogicalMessage
 }
 
 // preparedTxn is a transaction after its Prepare and before Commit/Rollback
@@ -119,6 +121,7 @@ type preparedTxn struct {
 	gid  string
 	buf  *txnBuffer
 	msgs []*source.LogicalMessage // transactional messages, delivered at commit
+	late bool                     // held: finished on the source before pgrelay reached it
 }
 
 // Applier applies decoded pgoutput messages to a sink. It is driven by one
@@ -774,7 +777,16 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 		return a.streams[a.streamXid].addRelation(m, lsn)
 	}
 	if a.cur != nil && a.cur.buf != nil {
-		return a.cur.buf.addRelation(m, lsn)
+		if err := a.cur.buf.addRelation(m, lsn); err != nil || !a.cur.late {
+			return err
+		}
+		// Held because the source finished it before pgrelay got here: the
+		// transactions committed while it was prepared come before its
+		// Commit Prepared, and use the relation without a Relation message
+		// of their own (PostgreSQL sends one per session until the table
+		// changes). Such a transaction cannot have changed a table whose
+		// definition this one changed: that DDL held the table's lock.
+		return a.installRelation(ctx, lsn, m)
 	}
 	if a.cur != nil && a.cur.skip {
 		return a.installRelation(ctx, lsn, m)
@@ -810,6 +822,25 @@ func (a *Applier) waitCommitted(ctx context.Context, xid uint32) error {
 	}
 	a.waited.xid, a.waited.txnLSN = xid, a.txnLSN
 	return nil
+}
+
+// preparedChecker is the optional capability of a Catalog to tell whether a
+// source transaction is still prepared on the source.
+type preparedChecker interface {
+	StillPrepared(ctx context.Context, xid uint32) (bool, error)
+}
+
+// finishedOnSource reports whether prepared source transaction xid has been
+// committed or rolled back on the source since: pgrelay reaches its messages
+// late (it was stopped, or is behind). The source's catalog may then have
+// moved past the transaction, with DDL of its tables committed after it.
+func (a *Applier) finishedOnSource(ctx context.Context, xid uint32) (bool, error) {
+	pc, ok := a.cat.(preparedChecker)
+	if !ok {
+		return false, nil
+	}
+	still, err := pc.StillPrepared(ctx, xid)
+	return err == nil && !still, err
 }
 
 // commitWaiter is the optional capability of a Catalog to wait until a source
@@ -915,6 +946,22 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 			return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 		}
 		factsMatch, ownDDL = match, !match
+		if !match {
+			// A column the committed catalog lacks is the transaction's own
+			// DDL while the transaction is still prepared on the source: it
+			// holds the table's lock, so no later DDL of the table can have
+			// committed. Finished there since (while pgrelay applied it), the
+			// catalog may be past it; a new session holds the transaction
+			// until its Commit Prepared (beginPrepare).
+			finished, err := a.finishedOnSource(ctx, xid)
+			if err != nil {
+				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
+			}
+			if finished {
+				return sink.Retryable(fmt.Errorf("apply: relation %s.%s (id %d) at %s: prepared transaction %d was committed or rolled back on the source while pgrelay applied it, and the table's definition there may have changed since: a new session applies it at its COMMIT PREPARED",
+					rel.Namespace, rel.Name, rel.RelationID, lsn, xid))
+			}
+		}
 	}
 	if ownDDL {
 		// Its DDL joins its target transaction (see preparedTx).
@@ -1550,7 +1597,20 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 		return buf.release()
 	}
 	if a.twoPhase == nil {
-		return a.hold(lsn, m.Xid, gid, buf)
+		return a.hold(lsn, m.Xid, gid, buf, false)
+	}
+	if !a.ddlCommits {
+		// As in beginPrepare.
+		finished, err := a.finishedOnSource(ctx, m.Xid)
+		if err != nil {
+			_ = buf.release()
+			return fmt.Errorf("apply: Stream Prepare of transaction %d at %s: %w", m.Xid, lsn, err)
+		}
+		if finished {
+			a.log.Info("the source committed or rolled back this prepared transaction before pgrelay reached its PREPARE: it is applied at its COMMIT PREPARED, or dropped at its ROLLBACK PREPARED",
+				"xid", m.Xid, "gid", m.GID, "lsn", m.EndLSN)
+			return a.hold(lsn, m.Xid, gid, buf, true)
+		}
 	}
 	defer buf.release()
 	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
@@ -1561,12 +1621,12 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 // hold keeps a prepared transaction the target cannot prepare until its Commit
 // Prepared. Its effects become visible on the source at COMMIT PREPARED, so
 // applying it then, in that order, is what a reader of the source sees.
-func (a *Applier) hold(lsn source.LSN, xid uint32, gid string, buf *txnBuffer) error {
+func (a *Applier) hold(lsn source.LSN, xid uint32, gid string, buf *txnBuffer, late bool) error {
 	if old := a.prepared[xid]; old != nil {
 		_ = buf.release()
 		return protoErr(lsn, "transaction %d prepared twice", xid)
 	}
-	a.prepared[xid] = &preparedTxn{gid: gid, buf: buf}
+	a.prepared[xid] = &preparedTxn{gid: gid, buf: buf, late: late}
 	return nil
 }
 
@@ -1599,6 +1659,24 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	// message and applied with it, as one target transaction at the commit's
 	// position, so that a second send after a restart is told apart.
 	t.held = !t.skip && m.EndLSN <= a.skipBelow
+	if !t.skip && !t.held && a.twoPhase != nil && !a.ddlCommits {
+		// Finished on the source before pgrelay got here: nothing holds it
+		// prepared there any more, and the source's catalog may be past it
+		// (DDL of its tables committed after it would read as its own, and
+		// join it on the target, whose lock would then hold up the
+		// transactions committed while it was prepared). Held until its
+		// Commit Prepared and applied then, or dropped at its Rollback
+		// Prepared.
+		finished, err := a.finishedOnSource(ctx, m.Xid)
+		if err != nil {
+			return fmt.Errorf("apply: Begin Prepare of transaction %d at %s: %w", m.Xid, lsn, err)
+		}
+		if finished {
+			a.log.Info("the source committed or rolled back this prepared transaction before pgrelay reached it: it is applied at its COMMIT PREPARED, or dropped at its ROLLBACK PREPARED",
+				"xid", m.Xid, "gid", m.GID, "lsn", m.EndLSN)
+		}
+		t.held, t.late = finished, finished
+	}
 	a.cur = t
 	if t.skip {
 		return nil
@@ -1625,7 +1703,7 @@ func (a *Applier) prepare(ctx context.Context, lsn source.LSN, m *source.Prepare
 		return nil
 	}
 	if t.held || a.twoPhase == nil {
-		return a.hold(lsn, t.xid, t.gid, t.buf)
+		return a.hold(lsn, t.xid, t.gid, t.buf, t.late)
 	}
 	if t.buf != nil {
 		defer t.buf.release()
@@ -1648,7 +1726,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	}
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
 	if pt != nil && pt.buf != nil {
-		if a.twoPhase != nil {
+		if a.twoPhase != nil && !pt.late {
 			a.log.Info("applying a transaction prepared before the stored position at its COMMIT PREPARED (prepared before the slot's consistent point, not in the snapshot copy)", "xid", m.Xid, "lsn", m.EndLSN)
 		}
 		a.txnLSN, a.txnXid = m.CommitLSN, m.Xid

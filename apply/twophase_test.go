@@ -259,7 +259,8 @@ func TestGIDs(t *testing.T) {
 // waitFacts knows t1 as (id int4, v text) and records WaitCommitted calls.
 type waitFacts struct {
 	applytest.NoFacts
-	waits []uint32
+	waits    []uint32
+	finished map[uint32]bool // committed or rolled back on the source (StillPrepared)
 }
 
 func (f *waitFacts) TableFacts(_ context.Context, _, table string) (schema.TableFacts, error) {
@@ -275,6 +276,11 @@ func (f *waitFacts) TableFacts(_ context.Context, _, table string) (schema.Table
 func (f *waitFacts) WaitCommitted(_ context.Context, xid uint32) error {
 	f.waits = append(f.waits, xid)
 	return nil
+}
+
+// StillPrepared: every transaction is, but those in finished.
+func (f *waitFacts) StillPrepared(_ context.Context, xid uint32) (bool, error) {
+	return !f.finished[xid], nil
 }
 
 // preparedFactsHarness applies two-phase to a fake sink, with waitFacts as
@@ -420,5 +426,38 @@ func TestPreparedCommittedDDLWarning(t *testing.T) {
 	h.feed(0x2f0, beginPrepare(8, 0x300), rel(2, "w"), ins(2, "21", "b"), changed, ins(1, "80", "q"), prepare(8, 0x300))
 	if !strings.Contains(logs.String(), "change of definition") || !strings.Contains(logs.String(), "table=public.t1") {
 		t.Errorf("no warning for committed DDL joining a prepared transaction:\n%s", logs.String())
+	}
+}
+
+// A prepared transaction the source has finished before pgrelay reaches its
+// Begin Prepare (stopped, or behind) is not prepared on the target: the
+// source's catalog may be past it. It is held and applied at its Commit
+// Prepared, after the transaction committed while it was prepared, which
+// uses its Relation message (PostgreSQL does not send it again).
+func TestPreparedFinishedOnSourceHeld(t *testing.T) {
+	h, f := preparedFactsHarness(t)
+	f.finished = map[uint32]bool{8: true}
+	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v"), ins(1, "80", "q"), prepare(8, 0x300))
+	h.feed(0x3f0, begin(9, 0x400), ins(1, "90", "s"), commit(0x400, 0x408))
+	h.feed(0x500, commitPrepared(8, 0x500))
+	h.flush()
+	h.expect("setup s1", "prepared-gids pgrelay_s1_",
+		"begin", "ensure "+t1+" prev=nil", "insert public.t1 (90,s)",
+		"insert public.t1 (80,q)", "commit 0/508")
+	h.committed("insert public.t1 (90,s)", "insert public.t1 (80,q)")
+	h.noProblems()
+}
+
+// One finished on the source while pgrelay applies it as prepared, with a
+// Relation message the committed catalog disagrees with: that may be DDL
+// committed after it, not its own. Apply stops with a retryable error; the
+// next session holds it (above).
+func TestPreparedFinishedWhileApplied(t *testing.T) {
+	h, f := preparedFactsHarness(t)
+	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v"), ins(1, "80", "q"))
+	f.finished = map[uint32]bool{8: true}
+	err := h.a.Handle(context.Background(), 0x2f0, rel(1, "v", "added"))
+	if !errors.Is(err, sink.ErrRetryable) || !strings.Contains(err.Error(), "committed or rolled back on the source while pgrelay applied it") {
+		t.Fatalf("Relation message after the source finished the transaction: %v, want a retryable error saying so", err)
 	}
 }

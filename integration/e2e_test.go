@@ -2965,3 +2965,56 @@ func TestE2EUnusableTargetCreatesNoPublication(t *testing.T) {
 	}
 	e2eCompare(t, e)
 }
+
+// TestE2EPreparedDecodedAfterLaterDDL: a prepared transaction that pgrelay
+// reaches only after the source has committed it and, queued behind it, an
+// ALTER TABLE of its table (pgrelay was stopped meanwhile; lagging behind
+// does the same). The source's catalog then disagrees with the
+// transaction's schema message (a column's type changed since), which read
+// as the prepared transaction's own DDL, and the table's definition differs
+// from the target's (a default added since): the target altered the table
+// inside the prepared transaction, whose lock then held up, for ever, the
+// insert committed on the source while the transaction was prepared (after
+// it in the stream, before its COMMIT PREPARED). Such a transaction is now
+// held and applied at its COMMIT PREPARED.
+func TestE2EPreparedDecodedAfterLaterDDL(t *testing.T) {
+	e := e2eNewestDedicatedPairFrom15(t, "slots created with two_phase need")
+	e.src.Exec(t, "CREATE TABLE pld (id int PRIMARY KEY, a int, b int); INSERT INTO pld VALUES (0, 0, 0)")
+	e.mustRun(3*time.Minute, "migrate")
+
+	// With pgrelay stopped: prepared, a plain insert while it is prepared, an
+	// ALTER queued behind it, committed (and so the ALTER), another insert.
+	e.src.Exec(t, "BEGIN; INSERT INTO pld VALUES (1, 1, 1); PREPARE TRANSACTION 'pld_p'")
+	t.Cleanup(func() {
+		if e.src.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'pld_p'") != "0" {
+			e.src.Exec(t, "ROLLBACK PREPARED 'pld_p'")
+		}
+	})
+	e.src.Exec(t, "INSERT INTO pld VALUES (2, 2, 2)")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	alterer := e.src.Conn(t)
+	altered := make(chan error, 1)
+	go func() {
+		_, err := alterer.Exec(ctx, "ALTER TABLE pld ALTER COLUMN b TYPE bigint, ALTER COLUMN a SET DEFAULT 5")
+		altered <- err
+	}()
+	for e.src.QueryString(t, "SELECT count(*) FROM pg_locks WHERE relation = 'pld'::regclass AND NOT granted") == "0" {
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.src.Exec(t, "COMMIT PREPARED 'pld_p'")
+	if err := <-altered; err != nil {
+		t.Fatal(err)
+	}
+	e.src.Exec(t, "INSERT INTO pld VALUES (3, 3, 3)")
+
+	p, code := e.run(2*time.Minute, "migrate")
+	if code != 0 {
+		t.Fatalf("migrate exited %d; log:\n%s", code, p.logs())
+	}
+	p.waitLog(t, "the source committed or rolled back this prepared transaction before pgrelay reached it: it is applied at its COMMIT PREPARED, or dropped at its ROLLBACK PREPARED", 0)
+	if got := e.tgt.QueryString(t, "SELECT string_agg(id || ':' || a || ':' || b, ' ' ORDER BY id) FROM pld"); got != "0:0:0 1:1:1 2:2:2 3:3:3" {
+		t.Errorf("target rows: %s", got)
+	}
+	e2eCompare(t, e)
+}

@@ -120,6 +120,18 @@ func (c *Catalog) WaitCommitted(ctx context.Context, xid uint32) error {
 	return nil
 }
 
+// StillPrepared reports, when the fact reader can tell, whether source
+// transaction xid is still prepared on the source (see
+// SourceFacts.StillPrepared); otherwise it says it is.
+func (c *Catalog) StillPrepared(ctx context.Context, xid uint32) (bool, error) {
+	if p, ok := c.facts.(interface {
+		StillPrepared(ctx context.Context, xid uint32) (bool, error)
+	}); ok {
+		return p.StillPrepared(ctx, xid)
+	}
+	return true, nil
+}
+
 // ApplyType records a Type message. pgoutput sends one before the first Relation
 // that uses a non-built-in type; the catalog uses its name when the source
 // catalog no longer knows the type.

@@ -215,6 +215,21 @@ func (s *SourceFacts) WaitCommitted(ctx context.Context, xid uint32) error {
 	}
 }
 
+// StillPrepared reports whether source transaction xid is prepared on the
+// source now (in pg_prepared_xacts): neither committed nor rolled back yet.
+func (s *SourceFacts) StillPrepared(ctx context.Context, xid uint32) (bool, error) {
+	if s == nil || s.conn == nil || xid == 0 {
+		return true, nil
+	}
+	var still bool
+	err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts WHERE transaction = $1::text::xid)`,
+		fmt.Sprint(xid)).Scan(&still)
+	if err != nil {
+		return false, fmt.Errorf("schema: is source transaction %d still prepared: %w", xid, err)
+	}
+	return still, nil
+}
+
 // TableFacts implements FactReader.
 func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (TableFacts, error) {
 	facts, err := s.tableFacts(ctx, schema, table, true)

@@ -141,7 +141,7 @@ func (s *Sink) reportLockWait(holders []lockHolder, err error, waited time.Durat
 	log := s.logger()
 	waited = waited.Round(100 * time.Millisecond)
 	if err != nil {
-		log.Debug("could not look at what a long target statement waits for", "waited", waited, "error", err.Error())
+		log.Debug("could not look at what a long target statement waits for", "waited", waited.String(), "error", err.Error())
 		return
 	}
 	if len(holders) == 0 {
@@ -158,7 +158,7 @@ func (s *Sink) reportLockWait(holders []lockHolder, err error, waited time.Durat
 			prepared = append(prepared, fmt.Sprintf("%s (owner %s, %s)", h.gid, h.user, h.state))
 		}
 	}
-	args := []any{"waited", waited, "table", table}
+	args := []any{"waited", waited.String(), "table", table}
 	if lsn != 0 {
 		args = append(args, "lsn", lsn.String())
 	}
