@@ -978,6 +978,14 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	if err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
+	if a.unsynced[rel.RelationID] {
+		// The catalog's version was installed without the target
+		// (installRelation): the target table may be older, and the sink
+		// brings it from what it was built to, as syncRelation does. (A held
+		// transaction's Relation message, installed when it arrived, comes
+		// again at its Commit Prepared with its DDL.)
+		prev, changed = nil, true
+	}
 	if lag, ok := a.sink.(behindSink); !changed && (!ok || !lag.Behind(rel.RelationID)) {
 		return nil
 	}

@@ -461,3 +461,17 @@ func TestPreparedFinishedWhileApplied(t *testing.T) {
 		t.Fatalf("Relation message after the source finished the transaction: %v, want a retryable error saying so", err)
 	}
 }
+
+// Held that way with DDL of its own (committed on the source since): the
+// Relation message installed when it arrived comes again at its Commit
+// Prepared, and the target table gets the DDL then, with the rows.
+func TestPreparedFinishedOnSourceOwnDDL(t *testing.T) {
+	h, f := preparedFactsHarness(t)
+	f.finished = map[uint32]bool{8: true}
+	h.feed(0x2f0, beginPrepare(8, 0x300), rel(1, "v", "added"), ins(1, "80", "q", "r"), prepare(8, 0x300))
+	h.expect("setup s1", "prepared-gids pgrelay_s1_")
+	h.feed(0x500, commitPrepared(8, 0x500))
+	h.flush()
+	h.expect("begin", "ensure public.t1(id integer*,v text,added text) prev=nil", "insert public.t1 (80,q,r)", "commit 0/508")
+	h.noProblems()
+}
