@@ -1937,6 +1937,41 @@ func TestSinkPostgresLockWatch(t *testing.T) {
 		}
 		wantQuery(t, pg, id, "SELECT max(id)::text FROM public.watched")
 	}
+	// A snapshot copy's COPY into a table a session holds says so too.
+	logs.mu.Lock()
+	logs.b.Reset()
+	logs.mu.Unlock()
+	for _, q := range []string{"BEGIN", "LOCK TABLE public.watched IN SHARE MODE"} {
+		if _, err := holder.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := s.CopyFrom(ctx, tb, strings.NewReader("50\tcopied\t\\N\n"))
+		copied <- err
+	}()
+	want := []string{"level=WARN", "waiting for a lock", `application \"locker\"`, "watched"}
+	deadline := time.Now().Add(30 * time.Second)
+	for !logHas(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("copy: no log line with %q after 30 s:\n%s", want, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := holder.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-copied:
+		if err != nil {
+			t.Fatalf("copy after the lock was released: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("copy did not finish after the lock was released")
+	}
+	wantQuery(t, pg, "copied", "SELECT name FROM public.watched WHERE id = 50")
+
 	// A batch that runs longer than LockWait without waiting for a lock (a
 	// trigger that sleeps) is looked at, and not reported.
 	pg.Exec(t, `CREATE FUNCTION public.slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NEW; END $$;

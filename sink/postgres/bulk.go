@@ -412,7 +412,10 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	if len(with) > 0 {
 		sql += " WITH (" + strings.Join(with, ", ") + ")"
 	}
+	// A session of the user's holding the table makes the copy wait: say who.
+	stop := s.watchLocks(conn, ts.qname, 0)
 	tag, err := pg.CopyFrom(ctx, r, sql)
+	stop()
 	if err != nil {
 		ce := &ChangeError{Op: "copy into", Table: ts.qname, Err: err}
 		if line := copyLine(err); line > 0 {
