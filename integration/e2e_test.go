@@ -2947,7 +2947,7 @@ func TestE2EUnusableTargetCreatesNoPublication(t *testing.T) {
 	e.tgt.Exec(t, "ALTER DATABASE "+db+" SET default_transaction_read_only = on")
 	p, code := e.run(2*time.Minute, "migrate")
 	logs := p.logs()
-	if code == 0 || !strings.Contains(logs, "read-only") {
+	if code == 0 || !strings.Contains(logs, "the target database is read-only") {
 		t.Fatalf("migrate into a read-only target exited %d, want an error saying so; log:\n%s", code, logs)
 	}
 	if strings.Contains(logs, "created publication") {
