@@ -43,7 +43,7 @@ func columnListChange(prev, t *Table) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	return fmt.Errorf("schema: %s: %w: it no longer publishes %s, which the source table still has; pgrelay follows columns dropped from a table, not left out of the column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
+	return fmt.Errorf("schema: %s: %w: it no longer publishes %s, which the source table still has (or the column was renamed and renamed back while pgrelay lagged behind); pgrelay follows columns dropped from a table, not left out of the column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
 		t.QualifiedName(), ErrColumnListChanged, strings.Join(gone, ", "))
 }
 
