@@ -43,8 +43,64 @@ func columnListChange(prev, t *Table) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	return fmt.Errorf("schema: %s: %w: it no longer publishes %s, which the source table still has (or the column was renamed and renamed back while pgrelay lagged behind); pgrelay follows columns dropped from a table, not left out of the column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
+	return fmt.Errorf("schema: %s: %w: it no longer publishes %s, which the source table still has; pgrelay follows columns dropped from a table, not left out of the column list: copy the tables again (PGRELAY_SNAPSHOT=always)",
 		t.QualifiedName(), ErrColumnListChanged, strings.Join(gone, ", "))
+}
+
+// InferRenamed gives each column of t that the source catalog did not know
+// by its name (Attnum 0) the attribute number of prev's column at the same
+// place, when the message and prev have the same columns in the same places
+// otherwise, that column of prev is not in t by name, and the catalog still
+// has it (in t.Generated, without an expression, under that number): the
+// column was renamed, then renamed again (or back) before pgrelay read the
+// catalog. Without it, the column the catalog still has would read as left
+// out of the publication's column list (columnListChange). prev is what the
+// target table was built to. It changes t in place and reports whether it
+// did.
+func InferRenamed(prev, t *Table) bool {
+	if prev == nil || t == nil || len(prev.Columns) != len(t.Columns) {
+		return false
+	}
+	type claim struct{ col, gen int }
+	var claims []claim
+	for i := range t.Columns {
+		c, p := &t.Columns[i], &prev.Columns[i]
+		if c.Attnum != 0 {
+			if c.Attnum != p.Attnum {
+				return false
+			}
+			continue
+		}
+		if p.Attnum <= 0 || t.Column(p.Name) != nil {
+			return false
+		}
+		gen := -1
+		for k, g := range t.Generated {
+			if g.Attnum == p.Attnum && g.Expr == "" && g.Name == p.Name {
+				gen = k
+			}
+		}
+		if gen < 0 {
+			return false
+		}
+		claims = append(claims, claim{i, gen})
+	}
+	if len(claims) == 0 {
+		return false
+	}
+	drop := make(map[int]bool, len(claims))
+	for _, cl := range claims {
+		t.Columns[cl.col].Attnum = t.Generated[cl.gen].Attnum
+		drop[cl.gen] = true
+	}
+	kept := make([]GeneratedColumn, 0, len(t.Generated))
+	for k, g := range t.Generated {
+		if !drop[k] {
+			kept = append(kept, g)
+		}
+	}
+	t.Generated = kept
+	return true
 }
 
 // PostgresDialect is the DDL of PostgreSQL targets. Tables land in the schema of

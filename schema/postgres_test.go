@@ -540,3 +540,67 @@ func TestPostgresColumnListChanged(t *testing.T) {
 		t.Errorf("re-added column: %v", err)
 	}
 }
+
+// InferRenamed: a column named in the message by a name the catalog no longer
+// has (renamed and renamed back since) takes the number of the column built
+// at its place, whose name the message lacks and the catalog still has; the
+// column list check and ALTER TABLE then see a rename. Anything else is left
+// alone.
+func TestInferRenamed(t *testing.T) {
+	d := PostgresDialect{}
+	unsent := func(name string, attnum int16) GeneratedColumn {
+		return GeneratedColumn{Name: name, TypeName: "text", Attnum: attnum}
+	}
+	built := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("v", "text", attnum(2)), col("w", "text", attnum(3)))
+	middle := func() *Table {
+		m := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("v1", "text"), col("w", "text", attnum(3)))
+		m.Generated = []GeneratedColumn{unsent("v", 2)}
+		return m
+	}
+	m := middle()
+	if !InferRenamed(built, m) || m.Columns[1].Attnum != 2 || len(m.Generated) != 0 {
+		t.Fatalf("renamed back: inferred %v, columns %+v, generated %+v", false, m.Columns, m.Generated)
+	}
+	stmts, err := d.AlterTable(built, m)
+	if err != nil || !strings.Contains(strings.Join(stmts, "\n"), `RENAME COLUMN "v" TO "v1"`) {
+		t.Fatalf("renamed back: %v\n%s", err, strings.Join(stmts, "\n"))
+	}
+	// Without the inference, the column-list check refuses.
+	if _, err := d.AlterTable(built, middle()); !errors.Is(err, ErrColumnListChanged) {
+		t.Fatalf("not inferred: %v", err)
+	}
+
+	// Left alone: another column out of place (one added or dropped since),
+	// the built column's name still in the message, the catalog's column at
+	// that number under another name (renamed twice), a message of another
+	// length (a column list).
+	for name, m := range map[string]*Table{
+		"out of place": func() *Table {
+			m := middle()
+			m.Columns[2].Attnum = 4
+			return m
+		}(),
+		"name still sent": func() *Table {
+			m := middle()
+			m.Columns[2].Name = "v"
+			return m
+		}(),
+		"renamed twice": func() *Table {
+			m := middle()
+			m.Generated = []GeneratedColumn{unsent("v2", 2)}
+			return m
+		}(),
+		"other length": func() *Table {
+			m := middle()
+			m.Columns = m.Columns[:2]
+			return m
+		}(),
+	} {
+		if InferRenamed(built, m) || m.Columns[1].Attnum != 0 {
+			t.Errorf("%s: inferred a rename: %+v", name, m.Columns)
+		}
+	}
+	if InferRenamed(nil, middle()) {
+		t.Error("inferred from no built definition")
+	}
+}

@@ -91,6 +91,9 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 	}
 	prev = pl.prev
+	// A column renamed and renamed back on the source since the message was
+	// sent gets its attribute number back from what the table was built to.
+	schema.InferRenamed(prev, t)
 	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) {
 		delete(s.behind, t.RelationID)
 		return false, nil
