@@ -978,6 +978,11 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	if err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
+	if ownDDL {
+		// Its columns the committed catalog lacks are the transaction's
+		// own: not renamed since (schema.InferRenamed).
+		t.Uncommitted = true
+	}
 	if a.unsynced[rel.RelationID] {
 		// The catalog's version was installed without the target
 		// (installRelation): the target table may be older, and the sink

@@ -55,10 +55,11 @@ func columnListChange(prev, t *Table) error {
 // column was renamed, then renamed again (or back) before pgrelay read the
 // catalog. Without it, the column the catalog still has would read as left
 // out of the publication's column list (columnListChange). prev is what the
-// target table was built to. It changes t in place and reports whether it
-// did.
+// target table was built to. A version from a transaction's own uncommitted
+// DDL (Uncommitted) is left alone: there the column may be new. It changes t
+// in place and reports whether it did.
 func InferRenamed(prev, t *Table) bool {
-	if prev == nil || t == nil || len(prev.Columns) != len(t.Columns) {
+	if prev == nil || t == nil || t.Uncommitted || len(prev.Columns) != len(t.Columns) {
 		return false
 	}
 	type claim struct{ col, gen int }

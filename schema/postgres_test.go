@@ -604,3 +604,15 @@ func TestInferRenamed(t *testing.T) {
 		t.Error("inferred from no built definition")
 	}
 }
+
+// A version from a prepared transaction's own DDL (a drop and an add look
+// the same) is not taken for a rename.
+func TestInferRenamedUncommitted(t *testing.T) {
+	built := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("v", "text", attnum(2)))
+	m := table("public", "t", IdentityDefault, col("id", "integer", key, attnum(1)), col("vv", "text"))
+	m.Generated = []GeneratedColumn{{Name: "v", TypeName: "text", Attnum: 2}}
+	m.Uncommitted = true
+	if InferRenamed(built, m) || m.Columns[1].Attnum != 0 {
+		t.Fatalf("inferred a rename in uncommitted DDL: %+v", m.Columns)
+	}
+}

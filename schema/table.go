@@ -155,6 +155,12 @@ type Table struct {
 	// list left out is then dropped like a column dropped from the table (its
 	// values are copied anew anyway). Never stored.
 	Recopy bool `json:"-"`
+	// Uncommitted marks a version that comes from DDL of a transaction not
+	// committed on the source yet (a prepared transaction's own): a column
+	// the source catalog does not know by its name may then be new (a drop
+	// and an add), and InferRenamed does not take it for a renamed one.
+	// Never stored.
+	Uncommitted bool `json:"-"`
 }
 
 // Column returns the column named name, or nil.
