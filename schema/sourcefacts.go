@@ -215,14 +215,19 @@ func (s *SourceFacts) WaitCommitted(ctx context.Context, xid uint32) error {
 	}
 }
 
-// StillPrepared reports whether source transaction xid is prepared on the
-// source now (in pg_prepared_xacts): neither committed nor rolled back yet.
+// StillPrepared reports whether prepared source transaction xid is still
+// open on the source: neither committed nor rolled back yet. The walsender
+// may send its PREPARE a moment before pg_prepared_xacts lists it (the
+// record is flushed first), but the lock on its transaction id is held
+// throughout, by its backend and then by the prepared transaction, until it
+// ends.
 func (s *SourceFacts) StillPrepared(ctx context.Context, xid uint32) (bool, error) {
 	if s == nil || s.conn == nil || xid == 0 {
 		return true, nil
 	}
 	var still bool
-	err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts WHERE transaction = $1::text::xid)`,
+	err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts WHERE transaction = $1::text::xid)
+		OR EXISTS (SELECT FROM pg_catalog.pg_locks WHERE locktype = 'transactionid' AND transactionid = $1::text::xid)`,
 		fmt.Sprint(xid)).Scan(&still)
 	if err != nil {
 		return false, fmt.Errorf("schema: is source transaction %d still prepared: %w", xid, err)
