@@ -199,8 +199,7 @@ func (s *SourceFacts) WaitCommitted(ctx context.Context, xid uint32) error {
 	deadline := time.Now().Add(commitWaitLimit)
 	for {
 		var running bool
-		err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
-			WHERE locktype = 'transactionid' AND transactionid = $1::text::xid)`, fmt.Sprint(xid)).Scan(&running)
+		err := s.conn.QueryRow(ctx, "SELECT "+xidLockedSQL, fmt.Sprint(xid)).Scan(&running)
 		if err != nil {
 			return fmt.Errorf("schema: wait for source transaction %d to end: %w", xid, err)
 		}
@@ -226,14 +225,18 @@ func (s *SourceFacts) StillPrepared(ctx context.Context, xid uint32) (bool, erro
 		return true, nil
 	}
 	var still bool
-	err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts WHERE transaction = $1::text::xid)
-		OR EXISTS (SELECT FROM pg_catalog.pg_locks WHERE locktype = 'transactionid' AND transactionid = $1::text::xid)`,
+	err := s.conn.QueryRow(ctx, "SELECT "+xidLockedSQL+` OR EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts WHERE transaction = $1::text::xid)`,
 		fmt.Sprint(xid)).Scan(&still)
 	if err != nil {
 		return false, fmt.Errorf("schema: is source transaction %d still prepared: %w", xid, err)
 	}
 	return still, nil
 }
+
+// xidLockedSQL is true while the lock on source transaction id $1 (as text)
+// is held: until the transaction ends (a prepared one: COMMIT or ROLLBACK
+// PREPARED).
+const xidLockedSQL = `EXISTS (SELECT FROM pg_catalog.pg_locks WHERE locktype = 'transactionid' AND transactionid = $1::text::xid)`
 
 // TableFacts implements FactReader.
 func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (TableFacts, error) {
