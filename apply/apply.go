@@ -843,6 +843,21 @@ func (a *Applier) finishedOnSource(ctx context.Context, xid uint32) (bool, error
 	return err == nil && !still, err
 }
 
+// finishedBeforeReached is finishedOnSource for the prepared transaction
+// whose what (Begin Prepare, Stream Prepare) message at lsn pgrelay has
+// reached, logging that it is held when it is.
+func (a *Applier) finishedBeforeReached(ctx context.Context, what string, lsn source.LSN, xid uint32, srcGID string, end source.LSN) (bool, error) {
+	finished, err := a.finishedOnSource(ctx, xid)
+	if err != nil {
+		return false, fmt.Errorf("apply: %s of transaction %d at %s: %w", what, xid, lsn, err)
+	}
+	if finished {
+		a.log.Info("the source committed or rolled back this prepared transaction before pgrelay reached it: it is applied at its COMMIT PREPARED, or dropped at its ROLLBACK PREPARED",
+			"xid", xid, "gid", srcGID, "lsn", end)
+	}
+	return finished, nil
+}
+
 // commitWaiter is the optional capability of a Catalog to wait until a source
 // transaction is visible, before facts are read for its Relation messages.
 type commitWaiter interface {
@@ -1614,14 +1629,12 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 	}
 	if !a.ddlCommits {
 		// As in beginPrepare.
-		finished, err := a.finishedOnSource(ctx, m.Xid)
+		finished, err := a.finishedBeforeReached(ctx, "Stream Prepare", lsn, m.Xid, m.GID, m.EndLSN)
 		if err != nil {
 			_ = buf.release()
-			return fmt.Errorf("apply: Stream Prepare of transaction %d at %s: %w", m.Xid, lsn, err)
+			return err
 		}
 		if finished {
-			a.log.Info("the source committed or rolled back this prepared transaction before pgrelay reached its PREPARE: it is applied at its COMMIT PREPARED, or dropped at its ROLLBACK PREPARED",
-				"xid", m.Xid, "gid", m.GID, "lsn", m.EndLSN)
 			return a.hold(lsn, m.Xid, gid, buf, true)
 		}
 	}
@@ -1680,13 +1693,9 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 		// transactions committed while it was prepared). Held until its
 		// Commit Prepared and applied then, or dropped at its Rollback
 		// Prepared.
-		finished, err := a.finishedOnSource(ctx, m.Xid)
+		finished, err := a.finishedBeforeReached(ctx, "Begin Prepare", lsn, m.Xid, m.GID, m.EndLSN)
 		if err != nil {
-			return fmt.Errorf("apply: Begin Prepare of transaction %d at %s: %w", m.Xid, lsn, err)
-		}
-		if finished {
-			a.log.Info("the source committed or rolled back this prepared transaction before pgrelay reached it: it is applied at its COMMIT PREPARED, or dropped at its ROLLBACK PREPARED",
-				"xid", m.Xid, "gid", m.GID, "lsn", m.EndLSN)
+			return err
 		}
 		t.held, t.late = finished, finished
 	}
