@@ -44,8 +44,7 @@ func (s *Sink) watchLocks(conn *pgx.Conn, table string, lsn source.LSN) (stop fu
 	start := time.Now()
 	w := &lockWatch{}
 	every := s.opts.LockWait
-	var look func()
-	look = func() {
+	look := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), lockWatchTimeout)
 		w.mu.Lock()
 		if w.stopped {
