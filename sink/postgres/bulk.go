@@ -418,8 +418,8 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	stop()
 	if err != nil {
 		ce := &ChangeError{Op: "copy into", Table: ts.qname, Err: err}
-		if line := copyLine(err); line > 0 {
-			ce.Op = fmt.Sprintf("copy (input line %d) into", line)
+		if line, column := copyLine(err); line > 0 {
+			ce.Op, ce.Column = fmt.Sprintf("copy (input line %d) into", line), column
 			if o.binary {
 				ce.Op = fmt.Sprintf("copy (binary input row %d) into", line)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -30,7 +31,10 @@ type ChangeError struct {
 	// somewhere in LSN..LastLSN.
 	LastLSN source.LSN
 	Key     string // identity of the row for updates and deletes, e.g. (id)=(42)
-	Err     error
+	// Column is the target column whose value the target refused, when it
+	// says (COPY does): unquoted.
+	Column string
+	Err    error
 }
 
 func (e *ChangeError) Error() string {
@@ -51,8 +55,17 @@ func (e *ChangeError) Error() string {
 			fmt.Fprintf(&b, "..%s", e.LastLSN)
 		}
 	}
+	if e.Column != "" {
+		b.WriteString(" column ")
+		b.WriteString(pgquote.Ident(e.Column))
+	}
 	b.WriteString(": ")
 	b.WriteString(describe(e.Err))
+	if code := sqlState(e.Err); e.Column != "" && (code == "42P01" || code == "42704" || code == "42883" || code == "3F000" || code == "42P05") {
+		// An input function that looks an object up by name: an OID alias
+		// type's (regclass, regtype, regproc, …).
+		b.WriteString("; the column's values name objects (its type is one of the OID alias types, regclass, regtype, regproc, …) and the target lacks this one: create it on the target, or store the names as text")
+	}
 	return b.String()
 }
 

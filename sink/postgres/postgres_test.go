@@ -263,15 +263,26 @@ func TestChangeErrorText(t *testing.T) {
 }
 
 func TestCopyLine(t *testing.T) {
-	err := &ChangeError{Err: &pgconn.PgError{Code: "23505", Where: `COPY pipe, line 151`}}
-	if got := copyLine(err); got != 151 {
-		t.Fatalf("copyLine = %d, want 151", got)
+	for _, c := range []struct {
+		err    error
+		line   int
+		column string
+	}{
+		{&ChangeError{Err: &pgconn.PgError{Code: "23505", Where: `COPY pipe, line 151`}}, 151, ""},
+		{&pgconn.PgError{Where: `COPY t, line 3, column id: "x"`}, 3, "id"},
+		{&pgconn.PgError{Where: `COPY t, line 4, column Odd: "Name": "x"`}, 4, "Odd"},
+		{&pgconn.PgError{Where: `COPY t, line 5, column b`}, 5, "b"},
+		{errors.New("x"), 0, ""},
+	} {
+		if line, column := copyLine(c.err); line != c.line || column != c.column {
+			t.Errorf("copyLine(%v) = %d, %q, want %d, %q", c.err, line, column, c.line, c.column)
+		}
 	}
-	if got := copyLine(&pgconn.PgError{Where: `COPY t, line 3, column id: "x"`}); got != 3 {
-		t.Fatalf("copyLine = %d, want 3", got)
-	}
-	if got := copyLine(errors.New("x")); got != 0 {
-		t.Fatalf("copyLine = %d, want 0", got)
+	// The column is named, and for a name the target lacks, what to do.
+	err := &ChangeError{Op: "copy (input line 1) into", Table: `"public"."rv"`, Column: "r",
+		Err: &pgconn.PgError{Code: "42P01", Message: `relation "x" does not exist`}}
+	if got, want := err.Error(), `sink/postgres: copy (input line 1) into "public"."rv" column "r": relation "x" does not exist (SQLSTATE 42P01); the column's values name objects`; !strings.HasPrefix(got, want) {
+		t.Errorf("got  %s\nwant %s…", got, want)
 	}
 }
 

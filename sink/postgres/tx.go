@@ -776,8 +776,9 @@ func (s *Sink) copyRun(ctx context.Context, conn *pgx.Conn, c *copyJob) error {
 	defer s.watchLocks(conn, c.table, c.lsns[0])()
 	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(c.data), c.sql); err != nil {
 		ce := &ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: cutBy(ctx, err)}
-		if line := copyLine(err); line >= 1 && line <= len(c.lsns) {
-			ce.LSN, ce.LastLSN = c.lsns[line-1], 0
+		line, column := copyLine(err)
+		if line >= 1 && line <= len(c.lsns) {
+			ce.LSN, ce.LastLSN, ce.Column = c.lsns[line-1], 0, column
 		}
 		return classify(ce, conn.IsClosed())
 	}
@@ -801,20 +802,21 @@ func cutBy(ctx context.Context, err error) error {
 // resolveTimeout bounds the check of a commit or prepare whose outcome was lost.
 const resolveTimeout = 15 * time.Second
 
-var copyLineRE = regexp.MustCompile(`COPY [^,]*, line (\d+)`)
+var copyLineRE = regexp.MustCompile(`COPY [^,]*, line (\d+)(?:, column (.*?)(?:: "|$))?`)
 
-// copyLine returns the 1-based input line a COPY error names in its context.
-func copyLine(err error) int {
+// copyLine returns the 1-based input line a COPY error names in its context,
+// and the column when it names one.
+func copyLine(err error) (line int, column string) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return 0
+		return 0, ""
 	}
 	m := copyLineRE.FindStringSubmatch(pgErr.Where)
 	if m == nil {
-		return 0
+		return 0, ""
 	}
 	n, _ := strconv.Atoi(m[1])
-	return n
+	return n, m[2]
 }
 
 // resolveCommit settles a commit whose outcome was lost with the connection: the
