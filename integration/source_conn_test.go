@@ -922,3 +922,41 @@ func TestStreamCleanStopWhileServerDecodes(t *testing.T) {
 		}
 	}
 }
+
+// TestXactAborted: source.XactAborted on a transaction still in progress, the
+// newest (its xid at or past the snapshot's xmax, where a prepared one that
+// failed to apply often is: taken for the epoch before, at epoch 0 a
+// wrapped-around 64-bit id "in the future"), then rolled back, and on a
+// committed one. Not parallel: no other transaction ends meanwhile.
+func TestXactAborted(t *testing.T) {
+	for _, major := range harness.Majors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			pg := harness.Postgres(t, major)
+			ctx := withTimeout(t, time.Minute)
+			open, other := pg.Conn(t), pg.Conn(t)
+			pg.Exec(t, "CREATE TABLE xa (id int)")
+			var xid uint32
+			if _, err := open.Exec(ctx, "BEGIN; INSERT INTO xa VALUES (1)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := open.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&xid); err != nil {
+				t.Fatal(err)
+			}
+			if aborted, err := source.XactAborted(ctx, other, xid); err != nil || aborted {
+				t.Fatalf("in progress: aborted %v, err %v", aborted, err)
+			}
+			if _, err := open.Exec(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+			if aborted, err := source.XactAborted(ctx, other, xid); err != nil || !aborted {
+				t.Fatalf("rolled back: aborted %v, err %v", aborted, err)
+			}
+			if err := open.QueryRow(ctx, "INSERT INTO xa VALUES (2) RETURNING pg_current_xact_id()::text::bigint").Scan(&xid); err != nil {
+				t.Fatal(err)
+			}
+			if aborted, err := source.XactAborted(ctx, other, xid); err != nil || aborted {
+				t.Fatalf("committed: aborted %v, err %v", aborted, err)
+			}
+		})
+	}
+}

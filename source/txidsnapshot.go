@@ -1,10 +1,13 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TxidSnapshot is a snapshot as txid_current_snapshot() prints it,
@@ -55,18 +58,28 @@ func (s TxidSnapshot) String() string {
 	return fmt.Sprintf("%d:%d:%s", s.Xmin, s.Xmax, strings.Join(xip, ","))
 }
 
-// Visible reports whether the snapshot sees the effects of the transaction
-// whose 32-bit id (as the replication protocol sends it) is xid. The id is
-// placed in the epoch that puts it nearest to Xmax: a transaction the stream
-// carries is never two billion transactions away from a recent snapshot.
-func (s TxidSnapshot) Visible(xid uint32) bool {
-	full := s.Xmax&^0xFFFFFFFF | uint64(xid)
+// FullXid widens xid, a 32-bit transaction id as the replication protocol
+// sends it, to 64 bits (xid8): it is placed in the epoch that puts it nearest
+// to ref, a recent full id (a snapshot's xmax). A transaction the stream
+// carries is never two billion transactions away from a recent snapshot, on
+// either side: one still in progress (a prepared one) may be at or past xmax.
+// There is no epoch before the first.
+func FullXid(ref uint64, xid uint32) uint64 {
+	full := ref&^0xFFFFFFFF | uint64(xid)
 	switch {
-	case full > s.Xmax && full-s.Xmax > 1<<31 && full >= 1<<32:
+	case full > ref && full-ref > 1<<31 && full >= 1<<32:
 		full -= 1 << 32
-	case full < s.Xmax && s.Xmax-full > 1<<31:
+	case full < ref && ref-full > 1<<31:
 		full += 1 << 32
 	}
+	return full
+}
+
+// Visible reports whether the snapshot sees the effects of the transaction
+// whose 32-bit id (as the replication protocol sends it) is xid, widened
+// with FullXid.
+func (s TxidSnapshot) Visible(xid uint32) bool {
+	full := FullXid(s.Xmax, xid)
 	if full < s.Xmin {
 		return true
 	}
@@ -75,4 +88,25 @@ func (s TxidSnapshot) Visible(xid uint32) bool {
 	}
 	_, found := slices.BinarySearch(s.Xip, full)
 	return !found
+}
+
+// XactAborted tells whether source transaction xid (32 bits, as pgoutput
+// sends it) was rolled back, widened to 64 bits near the current snapshot's
+// xmax (FullXid). pg_xact_status needs PostgreSQL 13; two-phase decoding,
+// which asks, needs 15.
+func XactAborted(ctx context.Context, conn *pgx.Conn, xid uint32) (bool, error) {
+	var text string
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text`).Scan(&text); err != nil {
+		return false, err
+	}
+	xmax, err := strconv.ParseUint(text, 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("read the source's snapshot xmax %q: %w", text, err)
+	}
+	var status *string
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_xact_status($1::text::xid8)`,
+		strconv.FormatUint(FullXid(xmax, xid), 10)).Scan(&status); err != nil {
+		return false, err
+	}
+	return status != nil && *status == "aborted", nil
 }

@@ -33,3 +33,29 @@ func TestTxidSnapshot(t *testing.T) {
 		t.Errorf("7:7: → %v, %v", s, err)
 	}
 }
+
+// TestFullXid: a 32-bit xid goes to the epoch nearest the reference, on
+// either side of it, and never before the first epoch: at epoch 0, an xid at
+// or past the reference (a prepared transaction still in progress is not
+// below a snapshot's xmax) is itself, not epoch -1's.
+func TestFullXid(t *testing.T) {
+	const epoch = 1 << 32
+	for _, c := range []struct {
+		ref  uint64
+		xid  uint32
+		want uint64
+	}{
+		{ref: 39331, xid: 39331, want: 39331},
+		{ref: 39331, xid: 39340, want: 39340},
+		{ref: 39331, xid: 39000, want: 39000},
+		{ref: 3, xid: 4000000000, want: 4000000000}, // no epoch -1
+		{ref: 5*epoch + 100, xid: 90, want: 5*epoch + 90},
+		{ref: 5*epoch + 100, xid: 110, want: 5*epoch + 110},
+		{ref: 5*epoch + 100, xid: 4294967000, want: 4*epoch + 4294967000}, // just before the wrap
+		{ref: 5*epoch + 4294967000, xid: 50, want: 6*epoch + 50},          // just after it
+	} {
+		if got := FullXid(c.ref, c.xid); got != c.want {
+			t.Errorf("FullXid(%d, %d) = %d, want %d", c.ref, c.xid, got, c.want)
+		}
+	}
+}
