@@ -235,7 +235,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	// speak of (JSON null, text "-"), not the whole WAL. The position of an
 	// older slot (PGRELAY_SNAPSHOT=always) is none while the new copy is
 	// unfinished.
-	stale := copying && p.LSN < seedLSN
+	stale := copying && p.LSN != 0 && p.LSN < seedLSN
 	applied := p.LSN != 0 && !stale
 	if applied {
 		lsn := p.LSN.String()
@@ -290,6 +290,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	switch {
 	case stale:
 		fmt.Fprintf(w, "applied\tnothing yet since the snapshot copy began (the position %s the target holds is an older slot's)\n", p.LSN)
+		fmt.Fprintf(w, "lag\t-\n")
+	case !applied && copying:
+		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (under way, or interrupted: migrate or replicate resumes it)\n")
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied:
 		fmt.Fprintf(w, "applied\tnothing yet: the target holds no position for this slot\n")
