@@ -1786,7 +1786,27 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	prepare("pa3", "ALTER TABLE pa ADD COLUMN f timestamptz DEFAULT '2026-01-02 03:04:05+00'",
 		"INSERT INTO pa (id, v) SELECT g, repeat('s', 200) FROM generate_series(100, 3100) g")
 	e.src.Exec(t, "COMMIT PREPARED 'pa3'")
+	e2eSync(t, e, p, time.Minute)
+	e2eCompare(t, e)
+
+	// Renamed on the source after COMMIT PREPARED, before pgrelay applies
+	// it: the fill value is the renamed table's, found by its OID.
+	before = e2eLSN(t, "WAL position", e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text"))
+	prepare("pa4", "ALTER TABLE pa ADD COLUMN g2 text DEFAULT 'g2'", "UPDATE pa SET v = 'pa4' WHERE id = 4")
+	for deadline := time.Now().Add(time.Minute); e2eConfirmed(t, e) <= before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot's confirmed_flush_lsn %s did not pass the PREPARE after %s", e2eConfirmed(t, e), before)
+		}
+	}
+	p.kill()
+	e.src.Exec(t, "COMMIT PREPARED 'pa4'")
+	e.src.Exec(t, "ALTER TABLE pa RENAME TO pa_r; UPDATE pa_r SET v = 'r' WHERE id = 5")
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
 	e2eSyncCompareStop(t, e, p)
+	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pa_r WHERE g2 IS DISTINCT FROM 'g2'"); got != "0" {
+		t.Errorf("%s target rows of pa_r do not hold the fill value g2", got)
+	}
 }
 
 // TestE2EMigrateInterrupted: a migrate stopped by SIGTERM, during the copy or
@@ -1799,6 +1819,12 @@ func TestE2EMigrateInterrupted(t *testing.T) {
 	p.waitLog(t, "created slot", 2*time.Minute)
 	if code := p.term(t, 2*time.Minute); code != 1 || !strings.Contains(p.logs(), "run pgrelay migrate again") {
 		t.Errorf("migrate stopped by SIGTERM during the copy: exit %d, want 1 with advice; log:\n%s", code, p.logs())
+	}
+	// status says the copy is unfinished, not that an older slot's position
+	// is in the way.
+	sp := e.mustRun(time.Minute, "status")
+	if out := strings.Join(sp.out.all(), "\n"); !strings.Contains(out, "nothing yet: the snapshot copy is not finished") || strings.Contains(out, "older slot") {
+		t.Errorf("status after the first copy was interrupted:\n%s\n%s", out, sp.logs())
 	}
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e2eCompare(t, e)
@@ -1851,6 +1877,54 @@ func TestE2EPreparedLeftOnTarget(t *testing.T) {
 		t.Errorf("teardown left the pgrelay schema")
 	}
 	e.src.Exec(t, "ROLLBACK PREPARED 'pl2'")
+}
+
+// TestE2ERegclassValues: OID alias values name objects in the schema-qualified
+// form whatever the source's search_path (the target's sessions have their
+// own): a regclass naming a table in public reaches the target, in the copy
+// and in the stream.
+func TestE2ERegclassValues(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TYPE rv_mood AS ENUM ('a', 'b');
+		CREATE TABLE rv (id int PRIMARY KEY, r regclass, ty regtype, p regproc, m rv_mood);
+		INSERT INTO rv VALUES (1, 'rv', 'rv_mood', 'now', 'a'), (2, 'pg_class', 'int4', 'pg_catalog.int4pl', 'b')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	p := e.start("replicate")
+	e2eSync(t, e, p, 2*time.Minute)
+	e.src.Exec(t, "INSERT INTO rv VALUES (3, 'rv', 'rv_mood[]', 'pg_catalog.int4mi', 'a'); UPDATE rv SET r = 'public.rv' WHERE id = 2")
+	e2eSyncCompareStop(t, e, p)
+	if got, want := e.tgt.QueryString(t, "SELECT count(*) FROM rv WHERE r = 'public.rv'::regclass"), "3"; got != want {
+		t.Errorf("target rows whose regclass is its own table rv: %s, want %s", got, want)
+	}
+}
+
+// TestE2EIdentityColumnAdded: an identity column added to a table with rows
+// gave them values from its sequence on the source, which the stream does not
+// carry. pgrelay stops naming the column and the fix (no NULLs on the target),
+// and the fix it names, a new copy with PGRELAY_SNAPSHOT=always, works.
+func TestE2EIdentityColumnAdded(t *testing.T) {
+	for _, kind := range []string{"ALWAYS", "BY DEFAULT"} {
+		t.Run(strings.ReplaceAll(kind, " ", "_"), func(t *testing.T) {
+			e := e2ePair(t, harness.Majors()[0])
+			e.src.Exec(t, "CREATE TABLE ic (id int PRIMARY KEY, v text); INSERT INTO ic SELECT g, 'v' || g FROM generate_series(1, 5) g")
+			e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+			e.src.Exec(t, "ALTER TABLE ic ADD COLUMN n bigint GENERATED "+kind+" AS IDENTITY; INSERT INTO ic (id, v) VALUES (6, 'v6')")
+			p, code := e.run(3*time.Minute, "migrate")
+			if code == 0 || !strings.Contains(p.logs(), "identity column") || !strings.Contains(p.logs(), "PGRELAY_SNAPSHOT=always") {
+				t.Errorf("migrate exited %d after an identity column was added to a table with rows; want a refusal naming it and the fix; log:\n%s", code, p.logs())
+			}
+			if got := e.tgt.QueryString(t, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'ic' AND column_name = 'n'"); got != "0" {
+				t.Errorf("the identity column was added on the target")
+			}
+			always := *e
+			always.extra = append(slices.Clone(e.extra), "PGRELAY_SNAPSHOT=always")
+			if p, code := always.run(3*time.Minute, "migrate"); code != 0 {
+				t.Fatalf("migrate with PGRELAY_SNAPSHOT=always exited %d; log:\n%s", code, p.logs())
+			}
+			e2eCompare(t, e)
+		})
+	}
 }
 
 // TestE2EDefaultsKept: defaults that are not immutable but call built-in

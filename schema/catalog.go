@@ -33,6 +33,37 @@ type FactReader interface {
 	TypeFacts(ctx context.Context, oid uint32) (*Type, error)
 }
 
+// RelationFactReader is implemented by fact readers that can find a table by
+// its OID (SourceFacts does). A Relation message names the table as it was
+// when the change was decoded; renamed since, it is under another name now,
+// and a table created since may hold the old one. Catalog asks by OID when it
+// can.
+type RelationFactReader interface {
+	// RelationFacts returns what TableFacts does for the table whose OID is
+	// relationID, under whatever name it has now: empty facts when no table
+	// has that OID (it was dropped).
+	RelationFacts(ctx context.Context, relationID uint32) (TableFacts, error)
+}
+
+// relationFacts reads the facts of rel's table: by OID when the fact reader
+// can, by the name rel carries otherwise.
+func (c *Catalog) relationFacts(ctx context.Context, rel *source.Relation) (TableFacts, error) {
+	var (
+		facts TableFacts
+		err   error
+	)
+	if r, ok := c.facts.(RelationFactReader); ok {
+		facts, err = r.RelationFacts(ctx, rel.RelationID)
+	} else {
+		facts, err = c.facts.TableFacts(ctx, rel.Namespace, rel.Name)
+	}
+	if err != nil {
+		return TableFacts{}, fmt.Errorf("schema: read source catalog facts of %s.%s (relation id %d): %w",
+			rel.Namespace, rel.Name, rel.RelationID, err)
+	}
+	return facts, nil
+}
+
 // TableFacts are the catalog facts of one table.
 type TableFacts struct {
 	Columns map[string]ColumnFacts // by column name
@@ -47,6 +78,7 @@ type ColumnFacts struct {
 	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
 	PortableDefault bool   // see Column.PortableDefault
 	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
+	Identity        string // see Column.Identity
 	Collation       string // see Column.Collation
 	KeyPosition     int16  // see Column.KeyPosition
 	TypeOID         uint32
@@ -80,9 +112,9 @@ func NewCatalog(facts FactReader) *Catalog {
 // has every column of rel under its name and type: then a transaction's own
 // DDL cannot be what rel shows, and there is nothing to wait for.
 func (c *Catalog) FactsMatch(ctx context.Context, rel *source.Relation) (bool, error) {
-	facts, err := c.facts.TableFacts(ctx, rel.Namespace, rel.Name)
+	facts, err := c.relationFacts(ctx, rel)
 	if err != nil {
-		return false, fmt.Errorf("schema: read source catalog facts of %s.%s (relation id %d): %w", rel.Namespace, rel.Name, rel.RelationID, err)
+		return false, err
 	}
 	// Columns the committed catalog has and rel lacks (dropped by the
 	// transaction, generated, outside a column list) change nothing here.
@@ -94,18 +126,24 @@ func (c *Catalog) FactsMatch(ctx context.Context, rel *source.Relation) (bool, e
 	return true, nil
 }
 
-// ColumnFill returns what the source's rows older than column schema.table.column
-// hold for it, as the source catalog has it now (see sink.FillResolver).
-func (c *Catalog) ColumnFill(ctx context.Context, schema, table, column string) (fill string, found, volatile bool, err error) {
-	facts, err := c.facts.TableFacts(ctx, schema, table)
+// ColumnFill returns what the source's rows older than column of the table
+// whose OID is relationID (schema.table when relationID is 0) hold for it, as
+// the source catalog has it now (see sink.FillResolver).
+func (c *Catalog) ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill string, found, volatile bool, err error) {
+	var facts TableFacts
+	if relationID != 0 {
+		facts, err = c.relationFacts(ctx, &source.Relation{RelationID: relationID, Namespace: schema, Name: table})
+	} else if facts, err = c.facts.TableFacts(ctx, schema, table); err != nil {
+		err = fmt.Errorf("schema: read source catalog facts of %s.%s: %w", schema, table, err)
+	}
 	if err != nil {
-		return "", false, false, fmt.Errorf("schema: read source catalog facts of %s.%s: %w", schema, table, err)
+		return "", false, false, err
 	}
 	f, ok := facts.Columns[column]
 	if !ok {
 		return "", false, false, nil
 	}
-	return f.FillValue, true, f.FillValue == "" && f.Default != "" && f.VolatileDefault, nil
+	return f.FillValue, true, f.FillValue == "" && (f.Default != "" && f.VolatileDefault || f.Identity != ""), nil
 }
 
 // WaitCommitted waits, when the fact reader can, until source transaction xid is
@@ -158,10 +196,9 @@ func (c *Catalog) Apply(ctx context.Context, rel *source.Relation) (t, prev *Tab
 	if rel == nil {
 		return nil, nil, false, errors.New("schema: apply relation: nil Relation message")
 	}
-	facts, err := c.facts.TableFacts(ctx, rel.Namespace, rel.Name)
+	facts, err := c.relationFacts(ctx, rel)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("schema: read source catalog facts of %s.%s (relation id %d): %w",
-			rel.Namespace, rel.Name, rel.RelationID, err)
+		return nil, nil, false, err
 	}
 	return c.ApplyFacts(ctx, rel, facts)
 }
@@ -220,6 +257,7 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 			col.VolatileDefault = f.VolatileDefault
 			col.PortableDefault = f.PortableDefault
 			col.FillValue = f.FillValue
+			col.Identity = f.Identity
 			col.Collation = f.Collation
 		} else {
 			name, err := c.fallbackTypeName(ctx, rc.TypeOID, rc.TypeMod, types)

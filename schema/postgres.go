@@ -515,11 +515,20 @@ END`))
 			}
 			continue
 		}
+		if t.Recopy {
+			// The rows are copied anew, with the column: none to fill.
+			alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(c))
+			continue
+		}
 		// The default fills the existing rows: they hold its values on the
 		// source, so a target that cannot create it fails here, loudly.
 		c.OmitDefault = false
+		if c.Identity != "" {
+			return nil, fmt.Errorf("schema: add column %q to %s: %w: it is an identity column (GENERATED %s AS IDENTITY), and existing source rows hold the values its sequence gave them there, which cannot be known; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
+				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Identity)
+		}
 		if c.Default != "" && c.VolatileDefault {
-			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always)",
+			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
 				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Default)
 		}
 		alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(c))

@@ -374,6 +374,36 @@ func TestPostgresQuoteIdent(t *testing.T) {
 	}
 }
 
+// TestPostgresAlterIdentityAddedError: an identity column added to a table
+// gave the source's existing rows values from its sequence, which the target
+// cannot know: refused like a volatile default, naming the column and the fix.
+func TestPostgresAlterIdentityAddedError(t *testing.T) {
+	prev := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)))
+	for _, kind := range []string{"ALWAYS", "BY DEFAULT"} {
+		next := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)),
+			col("n", "bigint", func(c *Column) { c.Identity = kind }, attnum(2)))
+		_, err := Postgres.AlterTable(prev, next)
+		if !errors.Is(err, ErrVolatileDefault) {
+			t.Fatalf("%s: err = %v, want ErrVolatileDefault", kind, err)
+		}
+		for _, part := range []string{"app.users", `"n"`, "GENERATED " + kind + " AS IDENTITY", "PGRELAY_SNAPSHOT=always"} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("%s: error %q does not mention %q", kind, err, part)
+			}
+		}
+		// Already there: no error.
+		if _, err := Postgres.AlterTable(next, next); err != nil {
+			t.Errorf("%s: identity column already on the target: %v", kind, err)
+		}
+		// Before a copy, which replaces the rows: no error.
+		recopy := *next
+		recopy.Recopy = true
+		if stmts, err := Postgres.AlterTable(prev, &recopy); err != nil || !strings.Contains(strings.Join(stmts, ";"), `ADD COLUMN IF NOT EXISTS "n" bigint`) {
+			t.Errorf("%s: before a copy: %v, %q", kind, err, stmts)
+		}
+	}
+}
+
 func TestPostgresAlterVolatileDefaultError(t *testing.T) {
 	prev := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)))
 	next := table("app", "users", IdentityDefault, col("id", "integer", key, attnum(1)),

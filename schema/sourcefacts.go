@@ -60,11 +60,12 @@ type RelationNamer interface {
 }
 
 var (
-	_ FactReader      = (*SourceFacts)(nil)
-	_ IndexReader     = (*SourceFacts)(nil)
-	_ KeyIndexReader  = (*SourceFacts)(nil)
-	_ RelationNamer   = (*SourceFacts)(nil)
-	_ BatchFactReader = (*SourceFacts)(nil)
+	_ FactReader         = (*SourceFacts)(nil)
+	_ RelationFactReader = (*SourceFacts)(nil)
+	_ IndexReader        = (*SourceFacts)(nil)
+	_ KeyIndexReader     = (*SourceFacts)(nil)
+	_ RelationNamer      = (*SourceFacts)(nil)
+	_ BatchFactReader    = (*SourceFacts)(nil)
 )
 
 // NewSourceFacts returns a FactReader querying the source catalog over conn.
@@ -240,13 +241,27 @@ const xidLockedSQL = `EXISTS (SELECT FROM pg_catalog.pg_locks WHERE locktype = '
 
 // TableFacts implements FactReader.
 func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (TableFacts, error) {
-	facts, err := s.tableFacts(ctx, schema, table, true)
+	return s.oneTable(ctx, fmt.Sprintf("read columns of %s.%s", schema, table),
+		`n.nspname = $3 AND c.relname = $4`, schema, table)
+}
+
+// RelationFacts implements RelationFactReader: the table is found by its OID,
+// under whatever name it has now.
+func (s *SourceFacts) RelationFacts(ctx context.Context, relationID uint32) (TableFacts, error) {
+	return s.oneTable(ctx, fmt.Sprintf("read columns of the table with OID %d", relationID),
+		`c.oid = $3 AND $4::pg_catalog.text IS NULL`, relationID, nil)
+}
+
+// oneTable reads the facts of the one table where picks (see readFacts);
+// what names it in errors.
+func (s *SourceFacts) oneTable(ctx context.Context, what, where string, arg1, arg2 any) (TableFacts, error) {
+	facts, err := s.tableFacts(ctx, what, where, arg1, arg2, true)
 	if source.IsLockTimeout(err) {
 		// A transaction holds a lock that blocks reading the table's
 		// generated column expressions: a prepared transaction that altered
 		// or truncated it can hold it for hours. The expressions are left
 		// out ("": keep the target's generated columns as they are).
-		facts, err = s.tableFacts(ctx, schema, table, false)
+		facts, err = s.tableFacts(ctx, what, where, arg1, arg2, false)
 	}
 	return facts, err
 }
@@ -255,21 +270,21 @@ func (s *SourceFacts) TableFacts(ctx context.Context, schema, table string) (Tab
 // when an expression names its columns.
 const exprLockTimeout = "200ms"
 
-// tableFacts reads schema.table's facts; withGenerated says whether to
-// deparse the expressions of generated columns, which takes a lock on the table
-// (an ACCESS SHARE, waited for at most exprLockTimeout). Column defaults never
-// name columns and are deparsed without it.
-func (s *SourceFacts) tableFacts(ctx context.Context, schema, table string, withGenerated bool) (TableFacts, error) {
+// tableFacts reads the facts of the one table where picks; withGenerated says
+// whether to deparse the expressions of generated columns, which takes a lock
+// on the table (an ACCESS SHARE, waited for at most exprLockTimeout). Column
+// defaults never name columns and are deparsed without it.
+func (s *SourceFacts) tableFacts(ctx context.Context, what, where string, arg1, arg2 any, withGenerated bool) (TableFacts, error) {
 	var facts map[QualifiedName]TableFacts
-	err := s.inTx(ctx, fmt.Sprintf("read columns of %s.%s", schema, table), func(tx pgx.Tx) error {
+	err := s.inTx(ctx, what, func(tx pgx.Tx) error {
 		var err error
-		facts, err = s.readFacts(ctx, tx, `n.nspname = $1 AND c.relname = $2`, schema, table, withGenerated)
+		facts, err = s.readFacts(ctx, tx, where, arg1, arg2, withGenerated)
 		return err
 	})
 	if err != nil {
 		return TableFacts{}, err
 	}
-	if f, ok := facts[QualifiedName{schema, table}]; ok {
+	for _, f := range facts {
 		return f, nil
 	}
 	return TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}, nil
@@ -288,7 +303,7 @@ func (s *SourceFacts) TableFactsOf(ctx context.Context, tables []QualifiedName) 
 	var facts map[QualifiedName]TableFacts
 	err := s.inTx(ctx, fmt.Sprintf("read columns of %d tables", len(tables)), func(tx pgx.Tx) error {
 		var err error
-		facts, err = s.readFacts(ctx, tx, `(n.nspname, c.relname) IN (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])))`,
+		facts, err = s.readFacts(ctx, tx, `(n.nspname, c.relname) IN (SELECT * FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[])))`,
 			schemas, names, true)
 		return err
 	})
@@ -321,7 +336,7 @@ type BatchFactReader interface {
 }
 
 // readFacts reads, in tx, the facts of the tables where picks (over
-// pg_namespace n and pg_class c, with parameters $1 and $2), by table. Only
+// pg_namespace n and pg_class c, with parameters $3 and $4), by table. Only
 // tables with columns have an entry.
 func (s *SourceFacts) readFacts(ctx context.Context, tx pgx.Tx, where string, arg1, arg2 any, withGenerated bool) (map[QualifiedName]TableFacts, error) {
 	generatedExpr := "''"
@@ -349,13 +364,14 @@ SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
        a.attnotnull,
        CASE WHEN d.adbin IS NULL OR ` + generated + ` THEN '' ELSE pg_catalog.pg_get_expr(d.adbin, 0) END,
        d.adbin IS NOT NULL AND NOT ` + generated + ` AND (
-         d.adbin::text ~ $3 OR EXISTS (
-           SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m
+         d.adbin::text ~ $1 OR EXISTS (
+           SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $2, 'g') AS m
            JOIN pg_catalog.pg_proc p ON p.oid = m[2]::oid
            WHERE p.provolatile <> 'i')),
        d.adbin IS NOT NULL AND NOT ` + generated + ` AND d.adbin::text !~ ':funcid 1574 ' AND NOT EXISTS (
-           SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $4, 'g') AS m WHERE m[2]::oid >= 16384),
+           SELECT FROM pg_catalog.regexp_matches(d.adbin::text, $2, 'g') AS m WHERE m[2]::oid >= 16384),
        ` + missing + `,
+       CASE a.attidentity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' ELSE '' END,
        CASE WHEN d.adbin IS NOT NULL AND ` + generated + ` THEN ` + generatedExpr + ` ELSE '' END,
        COALESCE((SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname)
          FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace
@@ -371,7 +387,7 @@ JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace` + fmt.Sprintf(typeName
 LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE ` + where + ` AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY n.nspname, c.relname, a.attnum`
-	rows, err := tx.Query(ctx, query, arg1, arg2, mutableNodePattern, funcIDPattern)
+	rows, err := tx.Query(ctx, query, mutableNodePattern, funcIDPattern, arg1, arg2)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +401,7 @@ ORDER BY n.nspname, c.relname, a.attnum`
 			f                                     ColumnFacts
 		)
 		if err := rows.Scan(&t.Schema, &t.Name, &name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-			&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
+			&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Identity, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -116,6 +116,12 @@ type Column struct {
 	// "" when unknown. It, not the current default, fills existing target rows
 	// when the column is added there: the default may have changed since.
 	FillValue string
+	// Identity is "ALWAYS" or "BY DEFAULT" for an identity column (GENERATED
+	// … AS IDENTITY), "" otherwise. Like a nextval() default, its sequence
+	// gave the rows that existed when it was added values of their own. Not
+	// part of the definition (SameDefinition): the target's identity columns
+	// are set up by pgrelay migrate with their sequences.
+	Identity string `json:",omitempty"`
 	// Collation is the column's own collation, quoted and schema-qualified
 	// ("pg_catalog"."C"), when it is not its type's (COLLATE in the column's
 	// definition); "" otherwise.
@@ -153,7 +159,9 @@ type Table struct {
 	// Recopy marks a version of the table that a snapshot copy is about to
 	// load into the emptied target table: a column the publication's column
 	// list left out is then dropped like a column dropped from the table (its
-	// values are copied anew anyway). Never stored.
+	// values are copied anew anyway), and an added column needs no fill
+	// value (a volatile default or an identity column is no error). Never
+	// stored.
 	Recopy bool `json:"-"`
 	// Uncommitted marks a version that comes from DDL of a transaction not
 	// committed on the source yet (a prepared transaction's own): a column

@@ -328,6 +328,11 @@ var sessionParams = map[string]string{
 	// (sink/postgres pins the same): the amount's stored integer is the same
 	// on both sides, whatever lc_monetary each database has.
 	"lc_monetary": "C",
+	// Values of the OID alias types (regclass, regtype, regproc, …) name
+	// their objects schema-qualified unless in pg_catalog: 't' would be
+	// looked up on the target under its sessions' search_path, which is not
+	// the source's. Every name pgrelay sends is qualified already.
+	"search_path": "",
 }
 
 func setSessionParams(params *map[string]string) {
@@ -671,7 +676,7 @@ func classifyPgError(err error, slot string) error {
 	case pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "invalid memory alloc request size"):
 		// pgoutput sends values in text form, a bytea as hex: twice its size,
 		// over PostgreSQL's 1 GB allocation limit for one over 512 MiB.
-		return fmt.Errorf("%w: the source cannot send a value of the next transaction: in text form, which pgrelay streams, it is over PostgreSQL's 1 GB limit (a bytea over 512 MiB, sent as hex, or a value near 1 GB); no later transaction can come through this slot: make such values smaller on the source, then copy again (pgrelay teardown, then start again)", err)
+		return fmt.Errorf("%w: the source cannot send a value of the next transaction: in text form, which pgrelay streams, it is over PostgreSQL's 1 GB limit (a bytea over 512 MiB, sent as hex, or a value near 1 GB); no later transaction can come through this slot: make such values smaller on the source, then run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", err)
 	case strings.Contains(pgErr.Message, "could not map filenumber") || strings.Contains(pgErr.Message, "could not map filenode"):
 		// Seen on 16 and 18: DDL in a rolled-back savepoint of a transaction
 		// decoded in streaming mode.

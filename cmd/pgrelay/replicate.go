@@ -309,9 +309,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	// Prepared transactions stay two-phase only if the slot decodes them so.
 	if pre.Slot.Exists && pre.ServerMajor >= 15 && pre.Slot.TwoPhase && !twoPhase && cfg.Snapshot != "always" {
 		if cfg.TwoPhase == "off" {
-			return fmt.Errorf("PGRELAY_TWO_PHASE=off, but slot %q was created decoding prepared transactions at PREPARE, which cannot be turned off: set PGRELAY_TWO_PHASE=auto, or run pgrelay teardown and start again", cfg.Slot)
+			return fmt.Errorf("PGRELAY_TWO_PHASE=off, but slot %q was created decoding prepared transactions at PREPARE, which cannot be turned off: set PGRELAY_TWO_PHASE=auto, or run pgrelay once with PGRELAY_SNAPSHOT=always, which makes a new slot and copies the tables anew", cfg.Slot)
 		}
-		return fmt.Errorf("slot %q decodes prepared transactions at PREPARE, but the target cannot hold prepared transactions: set max_prepared_transactions > 0 on the target, or run pgrelay teardown and start again", cfg.Slot)
+		return fmt.Errorf("slot %q decodes prepared transactions at PREPARE, but the target cannot hold prepared transactions: set max_prepared_transactions > 0 on the target, or run pgrelay once with PGRELAY_SNAPSHOT=always, which makes a new slot and copies the tables anew", cfg.Slot)
 	}
 
 	facts := schema.NewSourceFacts(srcConn)
@@ -422,11 +422,11 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	}
 	switch {
 	case !slot.Exists:
-		return fmt.Errorf("slot %q does not exist on the source but the target was seeded from it: changes since %s cannot be streamed; run pgrelay teardown and start again to copy the tables anew", cfg.Slot, startLSN)
+		return fmt.Errorf("slot %q does not exist on the source but the target was seeded from it: changes since %s cannot be streamed; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, startLSN)
 	case slot.Invalidated():
-		return fmt.Errorf("slot %q was invalidated by the source (wal_status %s %s): the WAL after %s is gone; run pgrelay teardown and start again to copy the tables anew", cfg.Slot, slot.WALStatus, slot.InvalidationReason, startLSN)
+		return fmt.Errorf("slot %q was invalidated by the source (wal_status %s %s): the WAL after %s is gone; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, slot.WALStatus, slot.InvalidationReason, startLSN)
 	case slot.ConfirmedFlushLSN > startLSN:
-		return fmt.Errorf("slot %q has confirmed %s but the target holds changes only up to %s: the changes in between are missing; run pgrelay teardown and start again to copy the tables anew", cfg.Slot, slot.ConfirmedFlushLSN, startLSN)
+		return fmt.Errorf("slot %q has confirmed %s but the target holds changes only up to %s: the changes in between are missing; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, slot.ConfirmedFlushLSN, startLSN)
 	}
 
 	cc := cfg.sourceConn()
@@ -806,19 +806,12 @@ func checkTargetPrivileges(ctx context.Context, cfg *Config, src, tgt *pgx.Conn)
 	return nil
 }
 
-// sourceTxnAborted tells whether source transaction xid (32 bits, as pgoutput
-// sends it) was rolled back. Its epoch is the current one unless the xid is
-// above the current counter's low half, then the one before. Two-phase
-// decoding needs PostgreSQL 15, so pg_xact_status is there.
-func sourceTxnAborted(ctx context.Context, url string, xid uint32) (bool, error) {
-	var status *string
-	err := withSourceConn(ctx, url, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `WITH cur AS (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint AS x)
-			SELECT pg_catalog.pg_xact_status(((CASE WHEN $1::bigint <= (x & 4294967295) THEN x >> 32 ELSE (x >> 32) - 1 END) << 32 | $1::bigint)::text::xid8)
-			FROM cur`, int64(xid)).Scan(&status)
+// sourceTxnAborted tells whether source transaction xid was rolled back
+// (source.XactAborted).
+func sourceTxnAborted(ctx context.Context, url string, xid uint32) (aborted bool, err error) {
+	err = withSourceConn(ctx, url, func(c *pgx.Conn) error {
+		aborted, err = source.XactAborted(ctx, c, xid)
+		return err
 	})
-	if err != nil {
-		return false, err
-	}
-	return status != nil && *status == "aborted", nil
+	return aborted, err
 }

@@ -201,7 +201,7 @@ type preconnecter interface {
 // them from before that snapshot are skipped while streaming from the slot.
 func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN map[string]tableSync) (*source.ReplConn, map[string]tableSync, error) {
 	if !s.slot.Exists {
-		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay teardown, then start again", s.cfg.Slot)
+		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", s.cfg.Slot)
 	}
 	done := map[string]bool{}
 	for _, st := range states {

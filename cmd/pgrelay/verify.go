@@ -140,7 +140,7 @@ func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
 	report, err := verify.Compare(ctx, vcfg, src, tgt, tables)
 	var missing *verify.MissingTablesError
 	if errors.As(err, &missing) {
-		return nil, fmt.Errorf("verify: %w: pgrelay creates a published table there with the snapshot copy or with the first change to it; one dropped on the target comes back by re-seeding (pgrelay teardown, then pgrelay migrate); or remove it from publication %q", err, cfg.Publication)
+		return nil, fmt.Errorf("verify: %w: pgrelay creates a published table there with the snapshot copy or with the first change to it; one dropped on the target comes back with a new copy (PGRELAY_SNAPSHOT=always pgrelay migrate); or remove it from publication %q", err, cfg.Publication)
 	}
 	return report, err
 }

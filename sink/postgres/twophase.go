@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -167,10 +168,11 @@ func (s *Sink) DeferFill(ctx context.Context, gid string, t *schema.Table, colum
 	sch, name := s.dialect.TargetTable(t)
 	tx.queueBegin()
 	for _, col := range columns {
-		tx.batch.ExecParams(`INSERT INTO pgrelay.prepared_fill (gid, target_schema, target_table, column_name, source_schema, source_table)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (gid, target_schema, target_table, column_name) DO UPDATE SET source_table = excluded.source_table`,
-			[][]byte{[]byte(gid), []byte(sch), []byte(name), []byte(col), []byte(t.Schema), []byte(t.Name)}, nil, nil, nil)
+		tx.batch.ExecParams(`INSERT INTO pgrelay.prepared_fill (gid, target_schema, target_table, column_name, source_schema, source_table, source_relid)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (gid, target_schema, target_table, column_name)
+			DO UPDATE SET source_schema = excluded.source_schema, source_table = excluded.source_table, source_relid = excluded.source_relid`,
+			[][]byte{[]byte(gid), []byte(sch), []byte(name), []byte(col), []byte(t.Schema), []byte(t.Name), []byte(strconv.FormatUint(uint64(t.RelationID), 10))}, nil, nil, nil)
 		tx.ops = append(tx.ops, op{kind: opPreparedFill, table: qname, detail: col})
 	}
 	return tx.send(ctx)
@@ -184,7 +186,7 @@ func (s *Sink) DeferFill(ctx context.Context, gid string, t *schema.Table, colum
 // of the table later in the same transaction (ALTER COLUMN … TYPE) would hide
 // the older rows: they then keep NULL.
 func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) ([]string, error) {
-	rows, err := conn.Query(ctx, `SELECT f.target_schema, f.target_table, f.column_name, f.source_schema, f.source_table,
+	rows, err := conn.Query(ctx, `SELECT f.target_schema, f.target_table, f.column_name, f.source_schema, f.source_table, coalesce(f.source_relid, 0),
 			c.oid IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_attribute a
 				WHERE a.attrelid = c.oid AND a.attname = f.column_name AND a.attnum > 0 AND NOT a.attisdropped)
 		FROM pgrelay.prepared_fill f
@@ -196,11 +198,12 @@ func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) (
 	}
 	type deferred struct {
 		tschema, ttable, column, sschema, stable string
+		srelid                                   uint32
 		exists                                   bool
 	}
 	var ds []deferred
 	var d deferred
-	if _, err := pgx.ForEachRow(rows, []any{&d.tschema, &d.ttable, &d.column, &d.sschema, &d.stable, &d.exists}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&d.tschema, &d.ttable, &d.column, &d.sschema, &d.stable, &d.srelid, &d.exists}, func() error {
 		ds = append(ds, d)
 		return nil
 	}); err != nil {
@@ -228,7 +231,7 @@ func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) (
 			// Dropped again (or the table with it) in the same transaction.
 			continue
 		}
-		fill, found, volatile, err := s.fill(ctx, d.sschema, d.stable, d.column)
+		fill, found, volatile, err := s.fill(ctx, d.srelid, d.sschema, d.stable, d.column)
 		if err != nil {
 			return nil, fmt.Errorf("fill value of column %q of %s.%s: %w", d.column, d.sschema, d.stable, err)
 		}
@@ -236,7 +239,7 @@ func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) (
 		case !found || fill == "" && !volatile:
 			continue
 		case fill == "":
-			return nil, fmt.Errorf("column %q of %s.%s was added with a default that is not immutable, inside a prepared transaction: the source's older rows hold values it gave there, which cannot be known; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always): %w",
+			return nil, fmt.Errorf("column %q of %s.%s was added with a default that is not immutable (or as an identity column), inside a prepared transaction: the source's older rows hold values it gave there, which cannot be known; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew: %w",
 				d.column, d.sschema, d.stable, schema.ErrVolatileDefault)
 		}
 		f := fmt.Sprintf("f%d", len(from))
