@@ -1830,6 +1830,25 @@ func TestE2EMigrateInterrupted(t *testing.T) {
 	e2eCompare(t, e)
 }
 
+// TestE2EStatusSlotWithoutSeed: a first copy stopped after creating its slot
+// but before recording it on the target: status says the copy is unfinished
+// and the tables pending, and the next migrate copies them under a new slot.
+func TestE2EStatusSlotWithoutSeed(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, "CREATE TABLE sws (id int PRIMARY KEY, v text); INSERT INTO sws SELECT g, 'v' FROM generate_series(1, 100) g")
+	e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR TABLE sws")
+	e.src.Exec(t, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", e.slot)
+	sp := e.mustRun(time.Minute, "status")
+	if out := strings.Join(sp.out.all(), "\n"); !strings.Contains(out, "nothing yet: the snapshot copy is not finished (it was stopped before it began") {
+		t.Errorf("status of a slot the target holds no seed for:\n%s\n%s", out, sp.logs())
+	}
+	if st, raw := e.status(t); len(st.Tables) != 1 || st.Tables[0].State != "pending" || st.AppliedLSN != "" {
+		t.Errorf("status --json of a slot the target holds no seed for:\n%s", raw)
+	}
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+}
+
 // TestE2EPreparedLeftOnTarget: the target holds a prepared transaction of
 // the slot (the source's is still prepared) when the slot is replaced
 // (PGRELAY_SNAPSHOT=always) or torn down: pgrelay rolls it back rather than

@@ -201,6 +201,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	var p sink.Progress
 	copying := false // a snapshot copy is in progress or was interrupted
+	seedFound := false
 	var seedLSN source.LSN
 	if hasMeta {
 		if p, err = tgt.Progress(ctx, cfg.Slot); err != nil {
@@ -212,6 +213,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 		r.Seeded = found && seed.SnapshotDone
 		copying = found && !seed.SnapshotDone
+		seedFound = found
 		if found {
 			r.SnapshotLSN = seed.ConsistentPoint.String()
 			seedLSN = seed.ConsistentPoint
@@ -226,8 +228,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			r.Tables = append(r.Tables, ts)
 		}
 	}
+	// A slot the target holds no seed for: a first copy stopped between
+	// creating the slot and recording it; the next run copies anew.
+	unrecorded := r.Slot.Exists && !r.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never"
 	// A first copy's slot being created: the copy comes next.
-	pending := copying || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
+	pending := copying || unrecorded || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
 	if err := addStreamedTables(ctx, cfg, src, known, pending, &r); err != nil {
 		return err
 	}
@@ -293,6 +298,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && copying:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (under way, or interrupted: migrate or replicate resumes it)\n")
+		fmt.Fprintf(w, "lag\t-\n")
+	case !applied && unrecorded:
+		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (it was stopped before it began: migrate or replicate copies the tables under a new slot)\n")
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied:
 		fmt.Fprintf(w, "applied\tnothing yet: the target holds no position for this slot\n")

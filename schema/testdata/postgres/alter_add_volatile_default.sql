@@ -10,4 +10,4 @@ CREATE TABLE IF NOT EXISTS "public"."users" (
 );
 
 -- alter
--- error: schema: add column "joined" to public.users: default cannot be reproduced on the target: now() is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: copy the table again (pgrelay teardown, then migrate or replicate with PGRELAY_SNAPSHOT=always)
+-- error: schema: add column "joined" to public.users: default cannot be reproduced on the target: now() is not immutable, and existing source rows hold the values it gave on the source; pgrelay reads column defaults from the source's current catalog, so it cannot tell whether the rows got values or NULL; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew
