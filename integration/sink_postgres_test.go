@@ -535,7 +535,7 @@ func TestSinkPostgresMigrations(t *testing.T) {
 			t.Fatalf("Setup %d: %v", i, err)
 		}
 	}
-	wantQuery(t, pg, "1,2,3,4,5,6", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
+	wantQuery(t, pg, "1,2,3,4,5,6,7", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
 	wantQuery(t, pg, "1", "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pgrelay.table_state'::regclass AND attname = 'sync_snapshot'")
 	wantQuery(t, pg, "pgrelay.prepared,pgrelay.prepared_fill,pgrelay.progress,pgrelay.relation,pgrelay.schema_migrations,pgrelay.seed,pgrelay.table_state",
 		"SELECT string_agg(oid::regclass::text, ',' ORDER BY oid::regclass::text) FROM pg_class WHERE relnamespace = 'pgrelay'::regnamespace AND relkind = 'r'")

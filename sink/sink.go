@@ -242,6 +242,9 @@ const (
 // TableState is the snapshot copy state of one table on the target.
 type TableState struct {
 	Schema, Name string // source schema and name
+	// RelationID is the source table's OID, 0 when unknown (set before
+	// pgrelay kept it); kept once set.
+	RelationID uint32
 	State        string // TablePending … TableIndexed
 	Rows, Bytes  int64
 	// SyncLSN is the LSN of the snapshot the table was copied under when that

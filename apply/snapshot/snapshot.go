@@ -262,7 +262,7 @@ func Copy(ctx context.Context, cfg Config, src Source, tables []Table, target Ta
 			for j := range queue {
 				if j.table.started.CompareAndSwap(false, true) && !j.table.Table.quick() {
 					t := j.table.Table.Table
-					if err := target.SetTableState(gctx, cfg.Slot, sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopying}); err != nil {
+					if err := target.SetTableState(gctx, cfg.Slot, sink.TableState{Schema: t.Schema, Name: t.Name, RelationID: t.RelationID, State: sink.TableCopying}); err != nil {
 						return err
 					}
 				}
@@ -404,7 +404,7 @@ const sourceReadBytes = 256 << 10
 func prepareRuns(ctx context.Context, cfg Config, src Source, runs []*tableRun, target Target) error {
 	states := make([]sink.TableState, len(runs))
 	for i, r := range runs {
-		states[i] = sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, State: sink.TablePending}
+		states[i] = sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, RelationID: r.Table.Table.RelationID, State: sink.TablePending}
 	}
 	if ss, ok := target.(StatesSetter); ok {
 		if err := ss.SetTableStates(ctx, cfg.Slot, states); err != nil {
@@ -688,7 +688,7 @@ func readIndexDefs(ctx context.Context, cfg Config, tables []Table, indexes sche
 // finishTable builds the table's secondary indexes and records it done.
 func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) error {
 	t := r.Table.Table
-	st := sink.TableState{Schema: t.Schema, Name: t.Name, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load(),
+	st := sink.TableState{Schema: t.Schema, Name: t.Name, RelationID: t.RelationID, State: sink.TableCopied, Rows: r.rows.Load(), Bytes: r.bytes.Load(),
 		PublishedAs: r.Published.Shape()}
 	if !r.Table.quick() || len(r.indexDefs) > 0 {
 		if err := target.SetTableState(ctx, cfg.Slot, st); err != nil {

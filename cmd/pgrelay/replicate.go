@@ -369,7 +369,7 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 }
 
 // stream applies the slot's changes from the target's stored position.
-func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN map[string]tableSync, twoPhase bool, major int, srcConn *pgx.Conn) error {
+func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN *tableSyncs, twoPhase bool, major int, srcConn *pgx.Conn) error {
 	cfg, log := e.cfg, e.log
 	token := randomToken()
 	var caughtUp atomic.Bool
@@ -385,19 +385,32 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 			return nil
 		},
 	}
-	if len(syncLSN) > 0 {
-		acfg.TableSyncLSN = func(t *schema.Table) source.LSN { return syncLSN[t.QualifiedName()].lsn }
-		acfg.TableSyncSnapshot = func(t *schema.Table) (source.TxidSnapshot, bool) {
-			if snap := syncLSN[t.QualifiedName()].snap; snap != nil {
-				return *snap, true
-			}
-			return source.TxidSnapshot{}, false
-		}
-	}
-	if sf, ok := schema.NewSourceFacts(srcConn).(*schema.SourceFacts); ok {
+	sf, _ := schema.NewSourceFacts(srcConn).(*schema.SourceFacts)
+	if sf != nil {
 		// On the catalog's connection, asked from the goroutine that applies.
 		acfg.PublishedViaRoot = func(ctx context.Context, relid uint32) (bool, error) {
 			return sf.PublishedViaRoot(ctx, cfg.Publication, relid)
+		}
+	}
+	if !syncLSN.empty() {
+		droppedRel := map[uint32]bool{}
+		dropped := func(relid uint32) bool {
+			if d, ok := droppedRel[relid]; ok || sf == nil {
+				return d || sf == nil
+			}
+			lctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, _, found, err := sf.RelationName(lctx, relid)
+			// Unknown: as before pgrelay kept the OIDs, by name.
+			droppedRel[relid] = err != nil || !found
+			return droppedRel[relid]
+		}
+		acfg.TableSyncLSN = func(t *schema.Table) source.LSN { return syncLSN.of(t, dropped).lsn }
+		acfg.TableSyncSnapshot = func(t *schema.Table) (source.TxidSnapshot, bool) {
+			if snap := syncLSN.of(t, dropped).snap; snap != nil {
+				return *snap, true
+			}
+			return source.TxidSnapshot{}, false
 		}
 	}
 	if twoPhase {

@@ -58,11 +58,57 @@ type tableSync struct {
 	snap *source.TxidSnapshot
 }
 
+// tableSyncs are the tables whose copy was redone under a later snapshot than
+// the slot's, by source OID: the stream's Relation message of a table renamed
+// since carries its older name, and a table dropped may have left its name to
+// another. Tables stored before pgrelay kept their OID go by name.
+type tableSyncs struct {
+	byOID  map[uint32]tableSync
+	byName map[string]namedSync // each by its name when copied
+}
+
+// namedSync is a tableSync with the OID of its table, 0 when unknown.
+type namedSync struct {
+	oid uint32
+	ts  tableSync
+}
+
+func newTableSyncs() *tableSyncs {
+	return &tableSyncs{byOID: map[uint32]tableSync{}, byName: map[string]namedSync{}}
+}
+
+// add records the snapshot of the table whose OID is relationID (0: unknown)
+// and whose name is name (schema.name).
+func (s *tableSyncs) add(relationID uint32, name string, ts tableSync) {
+	if relationID != 0 {
+		s.byOID[relationID] = ts
+	}
+	s.byName[name] = namedSync{relationID, ts}
+}
+
+// of is the snapshot t was copied under, zero when it was the slot's. A
+// relation dropped on the source whose name a table copied under a later
+// snapshot had (dropped tells, asked only then) takes that table's: its
+// changes from before that snapshot went with it, as they did before pgrelay
+// kept the OIDs; applied, they would make a table for it under that name.
+func (s *tableSyncs) of(t *schema.Table, dropped func(relationID uint32) bool) tableSync {
+	if ts, ok := s.byOID[t.RelationID]; ok && t.RelationID != 0 {
+		return ts
+	}
+	n, ok := s.byName[t.QualifiedName()]
+	if !ok || n.oid != 0 && (n.oid == t.RelationID || t.RelationID == 0 || !dropped(t.RelationID)) {
+		return tableSync{}
+	}
+	return n.ts
+}
+
+func (s *tableSyncs) empty() bool { return s == nil || len(s.byName) == 0 }
+
 // seed decides what to copy from PGRELAY_SNAPSHOT, the slot and the target's
 // seed record, and copies it. It returns the replication connection that
 // created the slot when it did (streaming goes on from it), and the snapshots
 // of tables whose copy was redone under a later one.
-func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSync, error) {
+func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error) {
 	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
 	if err != nil {
 		return nil, nil, err
@@ -71,7 +117,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 	if err != nil {
 		return nil, nil, err
 	}
-	syncLSN := map[string]tableSync{}
+	syncLSN := newTableSyncs()
 	for _, st := range states {
 		if st.SyncLSN == 0 {
 			continue
@@ -84,7 +130,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, map[string]tableSy
 			}
 			ts.snap = &snap
 		}
-		syncLSN[st.Schema+"."+st.Name] = ts
+		syncLSN.add(st.RelationID, st.Schema+"."+st.Name, ts)
 	}
 	switch s.cfg.Snapshot {
 	case "never":
@@ -199,7 +245,7 @@ type preconnecter interface {
 // redo finishes a copy that a crash interrupted: the tables not done are
 // copied again under a new snapshot taken with a temporary slot, and changes to
 // them from before that snapshot are skipped while streaming from the slot.
-func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN map[string]tableSync) (*source.ReplConn, map[string]tableSync, error) {
+func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN *tableSyncs) (*source.ReplConn, *tableSyncs, error) {
 	if !s.slot.Exists {
 		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", s.cfg.Slot)
 	}
@@ -225,7 +271,7 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 //
 // lockWait, when not 0, bounds the wait for a published table's lock while the
 // tables are read; the error then satisfies source.IsLockTimeout.
-func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN map[string]tableSync, what string, lockWait time.Duration) (*source.ReplConn, map[string]tableSync, error) {
+func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN *tableSyncs, what string, lockWait time.Duration) (*source.ReplConn, *tableSyncs, error) {
 	exp, err := connectTo(ctx, "source", s.cfg.SourceURL)
 	if err != nil {
 		return nil, nil, err
@@ -245,8 +291,8 @@ func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]
 	s.log.Info(what, "tables_done", len(done), "tables_to_copy", len(tables), "snapshot_lsn", info.LSN.String())
 	for _, t := range tables {
 		name := t.Table.QualifiedName()
-		syncLSN[name] = tableSync{lsn: info.LSN, snap: &snap}
-		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, State: sink.TablePending, SyncLSN: info.LSN, SyncSnapshot: snap.String()}); err != nil {
+		syncLSN.add(t.Table.RelationID, name, tableSync{lsn: info.LSN, snap: &snap})
+		if err := s.tgt.SetTableState(ctx, s.cfg.Slot, sink.TableState{Schema: t.Table.Schema, Name: t.Table.Name, RelationID: t.Table.RelationID, State: sink.TablePending, SyncLSN: info.LSN, SyncSnapshot: snap.String()}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -157,7 +157,7 @@ func (s *Sink) TableStates(ctx context.Context, slot string) ([]sink.TableState,
 	var states []sink.TableState
 	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT schema, name, state, rows, bytes, coalesce(sync_lsn::text, ''), coalesce(sync_snapshot, ''),
-				coalesce(published_as, ''), updated_at
+				coalesce(published_as, ''), updated_at, coalesce(relation_oid, 0)
 			FROM pgrelay.table_state WHERE slot = $1 ORDER BY schema, name`, slot)
 		if err != nil {
 			return err
@@ -165,7 +165,7 @@ func (s *Sink) TableStates(ctx context.Context, slot string) ([]sink.TableState,
 		states, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sink.TableState, error) {
 			var st sink.TableState
 			var syncLSN string
-			err := r.Scan(&st.Schema, &st.Name, &st.State, &st.Rows, &st.Bytes, &syncLSN, &st.SyncSnapshot, &st.PublishedAs, &st.UpdatedAt)
+			err := r.Scan(&st.Schema, &st.Name, &st.State, &st.Rows, &st.Bytes, &syncLSN, &st.SyncSnapshot, &st.PublishedAs, &st.UpdatedAt, &st.RelationID)
 			if err == nil && syncLSN != "" {
 				st.SyncLSN, err = pglogrepl.ParseLSN(syncLSN)
 			}
@@ -202,6 +202,7 @@ func (s *Sink) setTableStates(ctx context.Context, slot string, states []sink.Ta
 	schemas, names, kinds := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	rows, bytes := make([]int64, 0, n), make([]int64, 0, n)
 	syncLSNs, syncSnaps, publishedAs := make([]*string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+	relids := make([]*uint32, 0, n)
 	at := map[[2]string]int{}
 	for _, st := range states {
 		switch st.State {
@@ -222,29 +223,35 @@ func (s *Sink) setTableStates(ctx context.Context, slot string, states []sink.Ta
 		if st.PublishedAs != "" {
 			as = &st.PublishedAs
 		}
+		var relid *uint32
+		if st.RelationID != 0 {
+			relid = &st.RelationID
+		}
 		key := [2]string{st.Schema, st.Name}
 		if i, ok := at[key]; ok {
-			kinds[i], rows[i], bytes[i], syncLSNs[i], syncSnaps[i], publishedAs[i] = st.State, st.Rows, st.Bytes, lsn, snap, as
+			kinds[i], rows[i], bytes[i], syncLSNs[i], syncSnaps[i], publishedAs[i], relids[i] = st.State, st.Rows, st.Bytes, lsn, snap, as, relid
 			continue
 		}
 		at[key] = len(schemas)
 		schemas, names, kinds = append(schemas, st.Schema), append(names, st.Name), append(kinds, st.State)
 		rows, bytes = append(rows, st.Rows), append(bytes, st.Bytes)
 		syncLSNs, syncSnaps, publishedAs = append(syncLSNs, lsn), append(syncSnaps, snap), append(publishedAs, as)
+		relids = append(relids, relid)
 	}
 	if len(schemas) == 0 {
 		return nil
 	}
 	return s.withMeta(ctx, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, `INSERT INTO pgrelay.table_state (slot, schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as, updated_at)
-			SELECT $1, u.schema, u.name, u.state, u.rows, u.bytes, u.sync_lsn::pg_lsn, u.sync_snapshot, u.published_as, now()
+		_, err := conn.Exec(ctx, `INSERT INTO pgrelay.table_state (slot, schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as, relation_oid, updated_at)
+			SELECT $1, u.schema, u.name, u.state, u.rows, u.bytes, u.sync_lsn::pg_lsn, u.sync_snapshot, u.published_as, u.relation_oid, now()
 			FROM ROWS FROM (unnest($2::text[]), unnest($3::text[]), unnest($4::text[]), unnest($5::int8[]), unnest($6::int8[]),
-				unnest($7::text[]), unnest($8::text[]), unnest($9::text[])) AS u(schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as)
+				unnest($7::text[]), unnest($8::text[]), unnest($9::text[]), unnest($10::oid[])) AS u(schema, name, state, rows, bytes, sync_lsn, sync_snapshot, published_as, relation_oid)
 			ON CONFLICT (slot, schema, name) DO UPDATE SET state = excluded.state, rows = excluded.rows,
 				bytes = excluded.bytes, sync_lsn = coalesce(excluded.sync_lsn, pgrelay.table_state.sync_lsn),
 				sync_snapshot = CASE WHEN excluded.sync_lsn IS NULL THEN pgrelay.table_state.sync_snapshot ELSE excluded.sync_snapshot END,
 				published_as = coalesce(excluded.published_as, pgrelay.table_state.published_as),
-				updated_at = now()`, slot, schemas, names, kinds, rows, bytes, syncLSNs, syncSnaps, publishedAs)
+				relation_oid = coalesce(excluded.relation_oid, pgrelay.table_state.relation_oid),
+				updated_at = now()`, slot, schemas, names, kinds, rows, bytes, syncLSNs, syncSnaps, publishedAs, relids)
 		return err
 	})
 }
