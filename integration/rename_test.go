@@ -214,3 +214,38 @@ func TestE2EColumnAddedThenTableRenamed(t *testing.T) {
 	// run did not move, stays as it is.)
 	e2eCompare(t, e)
 }
+
+// TestE2ENewTableIndexesByOID: tables created on the source while pgrelay is
+// stopped, then renamed, or dropped and created again under the same name with
+// other columns, before pgrelay reads their first change. The target table
+// made from each Relation message gets the secondary indexes of that relation,
+// found by its OID: the renamed table's under its old name (then renamed with
+// it), none from the table that took the name of a dropped one, whose columns
+// the target table does not have.
+func TestE2ENewTableIndexesByOID(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, "CREATE TABLE io_first (id int PRIMARY KEY)")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `CREATE TABLE io_a (id int PRIMARY KEY, v text); CREATE INDEX io_a_v ON io_a (v); INSERT INTO io_a VALUES (1, 'a');
+		ALTER TABLE io_a RENAME TO io_b; INSERT INTO io_b VALUES (2, 'b');
+		CREATE TABLE io_d (id int PRIMARY KEY, v text); INSERT INTO io_d VALUES (1, 'old');
+		DROP TABLE io_d; CREATE TABLE io_d (id int PRIMARY KEY, w int, v text); CREATE INDEX io_d_w ON io_d (w); INSERT INTO io_d VALUES (2, 2, 'new')`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	indexes := `SELECT string_agg(tablename || ':' || indexname, ',' ORDER BY tablename, indexname) FROM pg_indexes
+		WHERE schemaname = 'public' AND tablename LIKE 'io\_%' AND indexname NOT LIKE '%pkey%'`
+	if got, want := e.tgt.QueryString(t, indexes), "io_b:io_a_v,io_d:io_d_w"; got != want {
+		t.Errorf("target secondary indexes %s, want %s", got, want)
+	}
+
+	// Empty when pgrelay starts again: not copied, created from the stream.
+	e.src.Exec(t, `CREATE TABLE io_e (id int PRIMARY KEY, v text); CREATE INDEX io_e_v ON io_e (v); INSERT INTO io_e VALUES (1, 'e');
+		ALTER TABLE io_e RENAME TO io_f; DELETE FROM io_f;
+		CREATE TABLE io_g (id int PRIMARY KEY, v text); INSERT INTO io_g VALUES (1, 'old'); DROP TABLE io_g;
+		CREATE TABLE io_g (id int PRIMARY KEY, w int, v text); CREATE INDEX io_g_w ON io_g (w); INSERT INTO io_g VALUES (2, 2, 'new'); DELETE FROM io_g`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	if got, want := e.tgt.QueryString(t, indexes), "io_b:io_a_v,io_d:io_d_w,io_f:io_e_v,io_g:io_g_w"; got != want {
+		t.Errorf("target secondary indexes %s, want %s", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -465,6 +466,50 @@ CREATE TABLE public.deferred_pk (id int PRIMARY KEY DEFERRABLE, v text);`)
 			}
 			if total != 7 || len(all[schema.QualifiedName{Schema: "S p", Name: "T 1"}]) != 3 {
 				t.Errorf("%d definitions in all, %q for \"S p\".\"T 1\": the tables' indexes were not read", total, all[schema.QualifiedName{Schema: "S p", Name: "T 1"}])
+			}
+
+			// Found by OID, the same indexes, on the table the target has
+			// under another name: each definition builds there.
+			src.Exec(t, `CREATE TABLE public.parted (id int, v int) PARTITION BY RANGE (id);
+CREATE INDEX "x ON public.parted USING y" ON public.parted (v);
+CREATE SCHEMA "tgt s"`)
+			names = append(names, schema.QualifiedName{Schema: "public", Name: "parted"})
+			for _, n := range names {
+				one, err := facts.IndexDefs(ctx, n.Schema, n.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qsrc := pgx.Identifier{n.Schema, n.Name}.Sanitize()
+				oid := uint32(1) // no table: no indexes
+				if n.Name != "missing" {
+					v, err := strconv.ParseUint(src.QueryString(t, "SELECT $1::regclass::oid::text", qsrc), 10, 32)
+					if err != nil {
+						t.Fatal(err)
+					}
+					oid = uint32(v)
+				}
+				as := schema.QualifiedName{Schema: "tgt s", Name: `R "` + n.Name + `"`}
+				defs, err := facts.RelationIndexDefs(ctx, oid, as.Schema, as.Name)
+				if err != nil {
+					t.Fatalf("%s: %v", qsrc, err)
+				}
+				if len(defs) != len(one) {
+					t.Errorf("%s: RelationIndexDefs gives %q, IndexDefs %q", qsrc, defs, one)
+				}
+				if n.Name == "missing" {
+					continue
+				}
+				qas := pgx.Identifier{as.Schema, as.Name}.Sanitize()
+				src.Exec(t, "CREATE TABLE "+qas+" (LIKE "+qsrc+")")
+				for _, def := range defs {
+					if !strings.Contains(def, qas) {
+						t.Errorf("%s: a definition for %s does not name it: %s", qsrc, qas, def)
+					}
+					src.Exec(t, def)
+				}
+				if got := src.QueryString(t, "SELECT count(*)::text FROM pg_catalog.pg_index WHERE indrelid = $1::regclass", qas); got != strconv.Itoa(len(defs)) {
+					t.Errorf("%s: %d definitions made %s indexes on %s", qsrc, len(defs), got, qas)
+				}
 			}
 		})
 	}

@@ -36,6 +36,19 @@ type IndexReader interface {
 	IndexDefs(ctx context.Context, schema, table string) ([]string, error)
 }
 
+// RelationIndexReader is implemented by index readers that can find a table's
+// indexes by its OID (SourceFacts does). A table created on the target from
+// the stream carries the name of its Relation message, which may be older
+// than the source's catalog: renamed since, or dropped and another created
+// under that name. Its indexes are the ones of that relation, not of whatever
+// holds the name now.
+type RelationIndexReader interface {
+	// RelationIndexDefs returns what IndexDefs gives for the table whose OID
+	// is relationID, naming it schema.table (the target's name) whatever it
+	// is called now; none when no table has that OID any more.
+	RelationIndexDefs(ctx context.Context, relationID uint32, schema, table string) ([]string, error)
+}
+
 // KeyIndexReader is implemented by index readers that can also give the
 // definitions of the indexes on given key columns alone (SourceFacts does): a
 // sink whose target table's primary key moves to other columns (REPLICA
@@ -60,12 +73,13 @@ type RelationNamer interface {
 }
 
 var (
-	_ FactReader         = (*SourceFacts)(nil)
-	_ RelationFactReader = (*SourceFacts)(nil)
-	_ IndexReader        = (*SourceFacts)(nil)
-	_ KeyIndexReader     = (*SourceFacts)(nil)
-	_ RelationNamer      = (*SourceFacts)(nil)
-	_ BatchFactReader    = (*SourceFacts)(nil)
+	_ FactReader          = (*SourceFacts)(nil)
+	_ RelationFactReader  = (*SourceFacts)(nil)
+	_ RelationIndexReader = (*SourceFacts)(nil)
+	_ IndexReader         = (*SourceFacts)(nil)
+	_ KeyIndexReader      = (*SourceFacts)(nil)
+	_ RelationNamer       = (*SourceFacts)(nil)
+	_ BatchFactReader     = (*SourceFacts)(nil)
 )
 
 // NewSourceFacts returns a FactReader querying the source catalog over conn.
@@ -674,7 +688,21 @@ func (s *SourceFacts) indexDefs(ctx context.Context, schema, table string, key [
 		if err != nil {
 			return err
 		}
-		return forEachIndexDef(rows, func(_ QualifiedName, def string) { defs = append(defs, def) })
+		return forEachIndexDef(rows, nil, func(_ QualifiedName, def string) { defs = append(defs, def) })
+	})
+	return defs, err
+}
+
+// RelationIndexDefs implements RelationIndexReader.
+func (s *SourceFacts) RelationIndexDefs(ctx context.Context, relationID uint32, schema, table string) ([]string, error) {
+	var defs []string
+	as := &QualifiedName{Schema: schema, Name: table}
+	err := s.inTx(ctx, fmt.Sprintf("read indexes of the table with OID %d", relationID), func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, s.indexDefsQuery(`c.oid = $1`, false), relationID)
+		if err != nil {
+			return err
+		}
+		return forEachIndexDef(rows, as, func(_ QualifiedName, def string) { defs = append(defs, def) })
 	})
 	return defs, err
 }
@@ -699,7 +727,7 @@ func (s *SourceFacts) IndexDefsOf(ctx context.Context, tables []QualifiedName) (
 		if err != nil {
 			return err
 		}
-		return forEachIndexDef(rows, func(t QualifiedName, def string) { out[t] = append(out[t], def) })
+		return forEachIndexDef(rows, nil, func(t QualifiedName, def string) { out[t] = append(out[t], def) })
 	})
 	return out, err
 }
@@ -746,7 +774,10 @@ SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
        coalesce(con.condeferrable OR con.contype = 'x', false),
        CASE WHEN i.indisprimary THEN pg_catalog.left(ic.relname, 56) || '_unique'
             ELSE coalesce(con.conname::text, '') END,
-       coalesce(pg_catalog.pg_get_constraintdef(con.oid), '')
+       coalesce(pg_catalog.pg_get_constraintdef(con.oid), ''),
+       -- the index and its table as pg_get_indexdef names them
+       pg_catalog.quote_ident(CASE WHEN i.indisprimary THEN pg_catalog.left(ic.relname, 56) || '_unique' ELSE ic.relname END),
+       pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname)
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -759,24 +790,57 @@ ORDER BY n.nspname, c.relname, ic.relname`
 }
 
 // forEachIndexDef hands each row of indexDefsQuery to fn as its table and the
-// statement that creates the index.
-func forEachIndexDef(rows pgx.Rows, fn func(t QualifiedName, def string)) error {
+// statement that creates the index; with as, the statement names the table as
+// instead (the rows are then of one table).
+func forEachIndexDef(rows pgx.Rows, as *QualifiedName, fn func(t QualifiedName, def string)) error {
 	var t QualifiedName
-	var def, conName, conDef string
+	var def, conName, conDef, printedIndex, printedTable string
 	var asConstraint bool
-	_, err := pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &def, &asConstraint, &conName, &conDef}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &def, &asConstraint, &conName, &conDef, &printedIndex, &printedTable}, func() error {
+		on := t
+		if as != nil {
+			on = *as
+		}
 		if asConstraint {
 			// A DEFERRABLE primary key that is not the target's key
 			// becomes a unique constraint deferrable alike.
 			if rest, ok := strings.CutPrefix(conDef, "PRIMARY KEY "); ok {
 				conDef = "UNIQUE " + rest
 			}
-			def = constraintDef(t.Schema, t.Name, conName, conDef)
+			def = constraintDef(on.Schema, on.Name, conName, conDef)
+		} else if as != nil {
+			var err error
+			if def, err = indexOn(def, printedIndex, printedTable, on); err != nil {
+				return err
+			}
 		}
 		fn(t, def)
 		return nil
 	})
 	return err
+}
+
+// indexOn rewrites def, an index definition as pg_get_indexdef prints it
+// (index and table quoted as printedIndex and printedTable), to create the
+// index on table on instead.
+func indexOn(def, printedIndex, printedTable string, on QualifiedName) (string, error) {
+	head := "CREATE INDEX "
+	if strings.HasPrefix(def, "CREATE UNIQUE INDEX ") {
+		head = "CREATE UNIQUE INDEX "
+	}
+	head += printedIndex + " ON "
+	rest, ok := strings.CutPrefix(def, head)
+	only := ""
+	if ok {
+		if r, isOnly := strings.CutPrefix(rest, "ONLY "); isOnly && !strings.HasPrefix(rest, printedTable+" USING ") {
+			rest, only = r, "ONLY "
+		}
+		rest, ok = strings.CutPrefix(rest, printedTable+" USING ")
+	}
+	if !ok {
+		return "", fmt.Errorf("index definition %q does not read CREATE [UNIQUE] INDEX %s ON %s USING …, as PostgreSQL prints it", def, printedIndex, printedTable)
+	}
+	return head + only + pgx.Identifier{on.Schema, on.Name}.Sanitize() + " USING " + rest, nil
 }
 
 // constraintDef adds constraint name (def as pg_get_constraintdef writes it)

@@ -159,7 +159,16 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 	if create && s.indexes != nil {
 		// A table that appeared after the snapshot copy: empty here, so its
 		// indexes cost nothing to build now, with the table.
-		defs, err := s.indexes.IndexDefs(ctx, t.Schema, t.Name)
+		// Those of the relation the message is of, found by its OID: the
+		// message's name may be older than the source's catalog (renamed
+		// since, or dropped and another table created under it).
+		var defs []string
+		var err error
+		if rr, ok := s.indexes.(schema.RelationIndexReader); ok && t.RelationID != 0 {
+			defs, err = rr.RelationIndexDefs(ctx, t.RelationID, t.Schema, t.Name)
+		} else {
+			defs, err = s.indexes.IndexDefs(ctx, t.Schema, t.Name)
+		}
 		if err != nil {
 			return false, fmt.Errorf("sink/postgres: ensure table %s: read its indexes on the source: %w", qname, err)
 		}
