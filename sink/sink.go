@@ -244,9 +244,9 @@ type TableState struct {
 	Schema, Name string // source schema and name
 	// RelationID is the source table's OID, 0 when unknown (set before
 	// pgrelay kept it); kept once set.
-	RelationID uint32
-	State        string // TablePending … TableIndexed
-	Rows, Bytes  int64
+	RelationID  uint32
+	State       string // TablePending … TableIndexed
+	Rows, Bytes int64
 	// SyncLSN is the LSN of the snapshot the table was copied under when that
 	// is not the slot's own (its interrupted copy was redone under a later
 	// one); 0 otherwise. Streaming skips the table's changes from transactions
