@@ -2782,6 +2782,16 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 	e2eCompare(t, e)
 	e.mustRun(3*time.Minute, "migrate")
 
+	// Renamed, then its filter changed: the same table, found by its OID.
+	e.src.Exec(t, "ALTER TABLE pc_f RENAME TO pc_g")
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE pc_parts, pc_g WHERE (k > 5)")
+	p, code = e.run(2*time.Minute, "migrate")
+	if code == 0 || !strings.Contains(p.logs(), "public.pc_g (copied with filter: (k > 6); column list: none; now filter: (k > 5); column list: none)") {
+		t.Fatalf("migrate exited %d after a renamed table's row filter changed, want 1 naming the change; log:\n%s", code, p.logs())
+	}
+	e.src.Exec(t, "ALTER TABLE pc_g RENAME TO pc_f")
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE pc_parts, pc_f WHERE (k > 6)")
+
 	e.src.Exec(t, "ALTER TABLE pc_parts DETACH PARTITION pc_high")
 	p, code = e.run(2*time.Minute, "migrate")
 	if code == 0 || !strings.Contains(p.logs(), "public.pc_parts (copied with filter: ; partitions: public.pc_high, public.pc_low; column list: none; now filter: ; partitions: public.pc_low; column list: none)") {

@@ -853,13 +853,19 @@ func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) e
 // table now with what it published when the table was copied (states), on
 // conn, and returns an error naming the tables it publishes otherwise.
 func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication string, major int, states []sink.TableState) error {
-	stored := map[string]string{}
+	// By the table's OID where it is stored: renamed since, it is the same
+	// table; another that took its name is not.
+	stored, storedOID := map[string]string{}, map[uint32]string{}
 	for _, st := range states {
-		if st.PublishedAs != "" {
+		switch {
+		case st.PublishedAs == "":
+		case st.RelationID != 0:
+			storedOID[st.RelationID] = st.PublishedAs
+		default:
 			stored[st.Schema+"."+st.Name] = st.PublishedAs
 		}
 	}
-	if len(stored) == 0 {
+	if len(stored)+len(storedOID) == 0 {
 		return nil
 	}
 	var published []source.PublishedTable
@@ -874,9 +880,11 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 	var changed []string
 	for _, pt := range published {
 		name := pt.Relation.Namespace + "." + pt.Relation.Name
-		was, ok := stored[name]
+		was, ok := storedOID[pt.Relation.RelationID]
 		if !ok {
-			continue
+			if was, ok = stored[name]; !ok {
+				continue
+			}
 		}
 		if now, differs := shapeDiffers(was, pt.Shape()); differs {
 			changed = append(changed, fmt.Sprintf("%s (copied with %s; now %s)", name, was, now))
