@@ -78,9 +78,14 @@ func newTableSyncs() *tableSyncs {
 }
 
 // add records the snapshot of the table whose OID is relationID (0: unknown)
-// and whose name is name (schema.name).
+// and whose name is name (schema.name). Of two for one table (its copy was
+// redone after a rename, under the new name) the later holds: its rows are on
+// the target.
 func (s *tableSyncs) add(relationID uint32, name string, ts tableSync) {
 	if relationID != 0 {
+		if had, ok := s.byOID[relationID]; ok && had.lsn > ts.lsn {
+			return
+		}
 		s.byOID[relationID] = ts
 	}
 	s.byName[name] = namedSync{relationID, ts}

@@ -38,6 +38,8 @@ func TestTableSyncsOf(t *testing.T) {
 	s := newTableSyncs()
 	s.add(10, "public.b", tableSync{lsn: 100})
 	s.add(0, "public.legacy", tableSync{lsn: 200})
+	// An older copy of table 10, under the name it had: the later holds.
+	s.add(10, "public.a", tableSync{lsn: 50})
 	gone := map[uint32]bool{30: true}
 	asked := 0
 	dropped := func(relid uint32) bool { asked++; return gone[relid] }
