@@ -224,7 +224,7 @@ func TestE2EColumnAddedThenTableRenamed(t *testing.T) {
 // the target table does not have.
 func TestE2ENewTableIndexesByOID(t *testing.T) {
 	e := e2ePair(t, 15)
-	e.src.Exec(t, "CREATE TABLE io_first (id int PRIMARY KEY)")
+	e.src.Exec(t, "CREATE TABLE io_first (id int PRIMARY KEY); CREATE TABLE io_k (id int PRIMARY KEY, v text); INSERT INTO io_k VALUES (1, 'k')")
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	e.src.Exec(t, `CREATE TABLE io_a (id int PRIMARY KEY, v text); CREATE INDEX io_a_v ON io_a (v); INSERT INTO io_a VALUES (1, 'a');
 		ALTER TABLE io_a RENAME TO io_b; INSERT INTO io_b VALUES (2, 'b');
@@ -247,5 +247,15 @@ func TestE2ENewTableIndexesByOID(t *testing.T) {
 	e2eCompare(t, e)
 	if got, want := e.tgt.QueryString(t, indexes), "io_b:io_a_v,io_d:io_d_w,io_f:io_e_v,io_g:io_g_w"; got != want {
 		t.Errorf("target secondary indexes %s, want %s", got, want)
+	}
+
+	// The replica identity set to FULL, then the table renamed: the source's
+	// index on the former key is found by OID and kept as a unique index.
+	e.src.Exec(t, "ALTER TABLE io_k REPLICA IDENTITY FULL; UPDATE io_k SET v = 'full'; ALTER TABLE io_k RENAME TO io_k2; UPDATE io_k2 SET v = 'renamed'")
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e2eCompare(t, e)
+	if got, want := e.tgt.QueryString(t, `SELECT string_agg(indexrelid::regclass || ':' || indisunique || ':' || indisprimary, ',' ORDER BY indexrelid::regclass::text)
+		FROM pg_index WHERE indrelid = 'public.io_k2'::regclass`), "io_k_pkey_unique:true:false"; got != want {
+		t.Errorf("target indexes of a table set to REPLICA IDENTITY FULL, then renamed: %s, want %s", got, want)
 	}
 }

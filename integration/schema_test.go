@@ -500,6 +500,19 @@ CREATE SCHEMA "tgt s"`)
 					continue
 				}
 				qas := pgx.Identifier{as.Schema, as.Name}.Sanitize()
+				// The indexes on one key's columns alike: on "T 1", the
+				// DEFERRABLE unique constraint on a and ab_idx.
+				byName, err := facts.KeyIndexDefs(ctx, n.Schema, n.Name, []string{"a"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				byOID, err := facts.RelationKeyIndexDefs(ctx, oid, as.Schema, as.Name, []string{"a"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(byOID) != len(byName) || n.Name == "T 1" && (len(byOID) != 2 || !strings.Contains(byOID[0], qas) || !strings.Contains(byOID[1], qas)) {
+					t.Errorf("%s: RelationKeyIndexDefs gives %q, KeyIndexDefs %q", qsrc, byOID, byName)
+				}
 				src.Exec(t, "CREATE TABLE "+qas+" (LIKE "+qsrc+")")
 				for _, def := range defs {
 					if !strings.Contains(def, qas) {

@@ -47,6 +47,9 @@ type RelationIndexReader interface {
 	// is relationID, naming it schema.table (the target's name) whatever it
 	// is called now; none when no table has that OID any more.
 	RelationIndexDefs(ctx context.Context, relationID uint32, schema, table string) ([]string, error)
+	// RelationKeyIndexDefs is KeyIndexDefs of the table whose OID is
+	// relationID, named schema.table.
+	RelationKeyIndexDefs(ctx context.Context, relationID uint32, schema, table string, key []string) ([]string, error)
 }
 
 // KeyIndexReader is implemented by index readers that can also give the
@@ -695,10 +698,24 @@ func (s *SourceFacts) indexDefs(ctx context.Context, schema, table string, key [
 
 // RelationIndexDefs implements RelationIndexReader.
 func (s *SourceFacts) RelationIndexDefs(ctx context.Context, relationID uint32, schema, table string) ([]string, error) {
+	return s.relationIndexDefs(ctx, relationID, schema, table, nil)
+}
+
+// RelationKeyIndexDefs implements RelationIndexReader.
+func (s *SourceFacts) RelationKeyIndexDefs(ctx context.Context, relationID uint32, schema, table string, key []string) ([]string, error) {
+	if len(key) == 0 {
+		return nil, nil
+	}
+	return s.relationIndexDefs(ctx, relationID, schema, table, key)
+}
+
+// relationIndexDefs is RelationIndexDefs, of the indexes on the key columns
+// key only when key is not nil.
+func (s *SourceFacts) relationIndexDefs(ctx context.Context, relationID uint32, schema, table string, key []string) ([]string, error) {
 	var defs []string
 	as := &QualifiedName{Schema: schema, Name: table}
 	err := s.inTx(ctx, fmt.Sprintf("read indexes of the table with OID %d", relationID), func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, s.indexDefsQuery(`c.oid = $1`, false), relationID)
+		rows, err := tx.Query(ctx, s.indexDefsQuery(`c.oid = $1 AND $2::pg_catalog.text IS NULL`, true), relationID, nil, key)
 		if err != nil {
 			return err
 		}

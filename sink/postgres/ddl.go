@@ -182,7 +182,13 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		// IDENTITY FULL or USING INDEX set on the source): the source's
 		// index on them stays, as a unique index or a DEFERRABLE unique
 		// constraint, the way a copy made now would have it.
-		defs, err := kr.KeyIndexDefs(ctx, t.Schema, t.Name, prev.TargetKey())
+		var defs []string
+		var err error
+		if rr, ok := s.indexes.(schema.RelationIndexReader); ok && t.RelationID != 0 {
+			defs, err = rr.RelationKeyIndexDefs(ctx, t.RelationID, t.Schema, t.Name, prev.TargetKey())
+		} else {
+			defs, err = kr.KeyIndexDefs(ctx, t.Schema, t.Name, prev.TargetKey())
+		}
 		if err != nil {
 			return false, fmt.Errorf("sink/postgres: ensure table %s: read the source's index on its former key: %w", qname, err)
 		}
