@@ -685,13 +685,22 @@ func (s *SourceFacts) KeyIndexDefs(ctx context.Context, schema, table string, ke
 // indexDefs is IndexDefs, of the indexes on the key columns key only when key
 // is not nil.
 func (s *SourceFacts) indexDefs(ctx context.Context, schema, table string, key []string) ([]string, error) {
+	return s.oneTableIndexDefs(ctx, fmt.Sprintf("read indexes of %s.%s", schema, table),
+		`n.nspname = $1 AND c.relname = $2`, nil, schema, table, key)
+}
+
+// oneTableIndexDefs reads the index definitions of the one table where picks
+// (parameters $1 and $2 are arg1 and arg2, $3 the key columns key, nil for
+// every index); with as, they name the table as (see forEachIndexDef). what
+// names the read in errors.
+func (s *SourceFacts) oneTableIndexDefs(ctx context.Context, what, where string, as *QualifiedName, arg1, arg2 any, key []string) ([]string, error) {
 	var defs []string
-	err := s.inTx(ctx, fmt.Sprintf("read indexes of %s.%s", schema, table), func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, s.indexDefsQuery(`n.nspname = $1 AND c.relname = $2`, true), schema, table, key)
+	err := s.inTx(ctx, what, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, s.indexDefsQuery(where, true), arg1, arg2, key)
 		if err != nil {
 			return err
 		}
-		return forEachIndexDef(rows, nil, func(_ QualifiedName, def string) { defs = append(defs, def) })
+		return forEachIndexDef(rows, as, func(_ QualifiedName, def string) { defs = append(defs, def) })
 	})
 	return defs, err
 }
@@ -712,16 +721,8 @@ func (s *SourceFacts) RelationKeyIndexDefs(ctx context.Context, relationID uint3
 // relationIndexDefs is RelationIndexDefs, of the indexes on the key columns
 // key only when key is not nil.
 func (s *SourceFacts) relationIndexDefs(ctx context.Context, relationID uint32, schema, table string, key []string) ([]string, error) {
-	var defs []string
-	as := &QualifiedName{Schema: schema, Name: table}
-	err := s.inTx(ctx, fmt.Sprintf("read indexes of the table with OID %d", relationID), func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, s.indexDefsQuery(`c.oid = $1 AND $2::pg_catalog.text IS NULL`, true), relationID, nil, key)
-		if err != nil {
-			return err
-		}
-		return forEachIndexDef(rows, as, func(_ QualifiedName, def string) { defs = append(defs, def) })
-	})
-	return defs, err
+	return s.oneTableIndexDefs(ctx, fmt.Sprintf("read indexes of the table with OID %d", relationID),
+		`c.oid = $1 AND $2::pg_catalog.text IS NULL`, &QualifiedName{Schema: schema, Name: table}, relationID, nil, key)
 }
 
 // QualifiedName names a table by schema and name.
@@ -849,7 +850,8 @@ func indexOn(def, printedIndex, printedTable string, on QualifiedName) (string, 
 	rest, ok := strings.CutPrefix(def, head)
 	only := ""
 	if ok {
-		if r, isOnly := strings.CutPrefix(rest, "ONLY "); isOnly && !strings.HasPrefix(rest, printedTable+" USING ") {
+		// printedTable is quoted where it is a keyword: it never reads ONLY.
+		if r, isOnly := strings.CutPrefix(rest, "ONLY "); isOnly {
 			rest, only = r, "ONLY "
 		}
 		rest, ok = strings.CutPrefix(rest, printedTable+" USING ")

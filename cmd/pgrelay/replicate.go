@@ -395,8 +395,11 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	if !syncLSN.empty() {
 		droppedRel := map[uint32]bool{}
 		dropped := func(relid uint32) bool {
-			if d, ok := droppedRel[relid]; ok || sf == nil {
-				return d || sf == nil
+			if sf == nil {
+				return true // unknown: by name
+			}
+			if d, ok := droppedRel[relid]; ok {
+				return d
 			}
 			lctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
