@@ -167,7 +167,7 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.secrets = append(n.secrets, t.secrets...)
+		n.secrets = append(n.secrets, URLSecrets(raw)...)
 		n.targets = append(n.targets, t)
 	}
 	// The longest first: a secret that contains another is replaced whole.
@@ -385,10 +385,10 @@ func (n *Notifier) run(t *target) {
 // logs show it: scheme and host only, the credentials a URL may carry
 // (user:pass@, a token in the path or query, as Slack's) left out.
 func newTarget(i, count int, raw string) (*target, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("notify: webhook URL %d (%s): expected an http:// or https:// URL with a host", i, RedactURL(raw))
+	if err := CheckURL(raw); err != nil {
+		return nil, fmt.Errorf("notify: webhook URL %d (%s): %w", i, RedactURL(raw), err)
 	}
+	u, _ := url.Parse(raw)
 	t := &target{url: raw, wake: make(chan struct{}, 1), shown: RedactURL(raw)}
 	if count > 1 {
 		t.shown = fmt.Sprintf("#%d %s", i, t.shown)
@@ -407,6 +407,46 @@ func newTarget(i, count int, raw string) (*target, error) {
 	}
 	return t, nil
 }
+
+// CheckURL checks that raw is a webhook URL: http or https, with a host.
+func CheckURL(raw string) error {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("expected an http:// or https:// URL with a host")
+	}
+	return nil
+}
+
+// URLSecrets are the parts of a webhook URL that may be credentials, for a
+// log's redaction: the URL itself, its password (or a user name without one,
+// a token), its query, and the path segments long enough to be a token (a
+// Slack, Discord or Teams URL ends in one); short segments such as /hooks are
+// left, which would garble every message that names a path.
+func URLSecrets(raw string) []string {
+	raw = strings.TrimSpace(raw)
+	out := []string{raw}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return out
+	}
+	if p, ok := u.User.Password(); ok {
+		out = append(out, p)
+	} else if u.User != nil {
+		out = append(out, u.User.Username())
+	}
+	if u.RawQuery != "" {
+		out = append(out, u.RawQuery)
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= minTokenLen {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
+// minTokenLen is the shortest path segment URLSecrets takes for a token.
+const minTokenLen = 16
 
 // RedactURL is how a webhook URL appears in logs and errors: its scheme and
 // host, with "/…" when a path or query (which may hold a token) was left out.

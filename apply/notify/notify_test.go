@@ -933,3 +933,20 @@ func TestParseLagAlert(t *testing.T) {
 		}
 	}
 }
+
+func TestURLSecrets(t *testing.T) {
+	got := URLSecrets(" https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX ")
+	want := []string{"https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXXXXXXXXXX"}
+	if !slices.Equal(got, want) {
+		t.Errorf("slack: %q, want %q", got, want)
+	}
+	got = URLSecrets("https://user:pass-word@h.example/hooks?token=abc")
+	want = []string{"https://user:pass-word@h.example/hooks?token=abc", "pass-word", "token=abc"}
+	if !slices.Equal(got, want) {
+		t.Errorf("userinfo: %q, want %q", got, want)
+	}
+	got = URLSecrets("https://tok3n-as-user@h.example/")
+	if !slices.Contains(got, "tok3n-as-user") {
+		t.Errorf("token as user: %q", got)
+	}
+}
