@@ -210,9 +210,9 @@ func slackText(e Event, m map[string]any) string {
 	case ReplicateStopped:
 		s = fmt.Sprintf("replication stopped cleanly (%s)", where)
 	case Retrying:
-		s = fmt.Sprintf("retrying: %d failed attempts since %s (%s): %s", m["attempts"], m["since"], where, m["reason"])
+		s = fmt.Sprintf("retrying: %s since %s (%s): %s", attempts(e.retry().Attempts), m["since"], where, m["reason"])
 	case Recovered:
-		s = fmt.Sprintf("recovered after %d failed attempts, down %s (%s)", m["attempts"], e.retry().Down.Round(time.Second), where)
+		s = fmt.Sprintf("recovered after %s, down %s (%s)", attempts(e.retry().Attempts), e.retry().Down.Round(time.Second), where)
 	case LagHigh, LagOK:
 		l := e.lag()
 		what := "lag is over"
@@ -222,6 +222,7 @@ func slackText(e Event, m map[string]any) string {
 		s = fmt.Sprintf("%s PGRELAY_LAG_ALERT (%s): %s behind, %s (%s)", what, l.Threshold, bytesize.Format(l.Bytes), l.Behind.Round(time.Second), where)
 	case SlotAtRisk:
 		s = fmt.Sprintf("slot at risk (%s): %s", where, m["reason"])
+		at = "" // the restart LSN says nothing here
 	case PreparedWaiting:
 		p := e.Prepared
 		if p == nil {
@@ -233,6 +234,13 @@ func slackText(e Event, m map[string]any) string {
 		s = fmt.Sprintf("%s (%s)", e.Type, where)
 	}
 	return slackEscape("pgrelay: " + s + at)
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 failed attempt"
+	}
+	return fmt.Sprintf("%d failed attempts", n)
 }
 
 func (e Event) retry() RetryInfo {
