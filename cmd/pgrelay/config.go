@@ -76,6 +76,8 @@ var settingDefaults = []struct{ key, def string }{
 	{keyLagAlert, ""},
 	{keySlotWALAlert, "80%"},
 	{keyPreparedAlert, "10m"},
+	{keySchema, "all"},
+	{keySchemaGrants, "false"},
 }
 
 // envName is the environment variable that sets key.
@@ -124,6 +126,8 @@ type Config struct {
 	PublicationCheck time.Duration
 	// Notify holds the webhook and alert settings (config_notify.go).
 	Notify notifySettings
+	// Schema says what goes to the target with the tables (config_schema.go).
+	Schema schemaSettings
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -265,6 +269,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawVerifyWait:     v.GetString(keyVerifyWait),
 		rawPubCheck:       v.GetString(keyPubCheck),
 		Notify:            loadNotifySettings(v),
+		Schema:            loadSchemaSettings(v),
 	}, nil
 }
 
@@ -434,6 +439,7 @@ func (c *Config) Validate(n need) error {
 	}
 	c.PublicationCheck = d
 	errs = append(errs, c.Notify.validate()...)
+	errs = append(errs, c.Schema.validate()...)
 	switch len(errs) {
 	case 0:
 		return nil

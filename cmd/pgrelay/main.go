@@ -78,6 +78,11 @@ var commands = map[string]command{
 		run:      runVerify,
 		failExit: exitUsage, // could not run: 2; differences: 1
 	},
+	"sequences": {
+		summary: "set the target's sequences to the source's current values: the step before an application switches over",
+		needs:   needSource | needTarget,
+		run:     runSequences,
+	},
 	"tail": {
 		summary: "print the decoded change stream as JSON lines, one object per pgoutput message",
 		needs:   needSource,

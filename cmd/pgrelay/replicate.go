@@ -322,6 +322,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			pg.LocateRelations(namer, log)
 		}
 	}
+	if err := carryPreData(ctx, e, tgt, srcConn); err != nil {
+		return err
+	}
 	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn,
 		tgtConn: conns.lock, repl: conns.takeRepl(), progress: e.stderr}
 	repl, syncLSN, err := sd.seed(ctx)
@@ -563,13 +566,15 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		return applyErr
 	}
 	if caughtUp.Load() {
-		if err := setSequences(ctx, e, tgt, srcConn); err != nil {
+		report, err := finishMigration(ctx, e, tgt, srcConn, target)
+		if err != nil {
 			log.Error("stopped", "durable_lsn", durable.String(), "error", err.Error())
 			return err
 		}
 		// Every transaction before the marker is durable on the target.
 		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", target.String())
 		fmt.Fprintf(e.stdout, "caught up: the target holds every source transaction committed before %s\n", target)
+		printMigrationReport(e.stdout, report)
 		return nil
 	}
 	log.Info("stopped cleanly", "durable_lsn", durable.String())
@@ -693,52 +698,6 @@ func randomToken() string {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// setSequences ends a migration: pgoutput carries no sequence changes, so
-// the sequences of the published tables' serial and identity columns get the
-// source's values now, read after everything up to the marker was applied (a
-// value read later is never behind the rows). A sequence the role may not
-// read is left out, with a warning naming the GRANT that lets it.
-func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) error {
-	setter, ok := tgt.(sink.SequenceSetter)
-	if !ok {
-		return nil
-	}
-	var seqs []source.Sequence
-	err := source.WithLockTimeout(ctx, srcConn, 30*time.Second, func(tx pgx.Tx) error {
-		// The joins in the order written: planning them every way took
-		// 14 ms of the end of a migration (4 ms on a warm session), the
-		// query itself 1.
-		if _, err := tx.Exec(ctx, "SET LOCAL join_collapse_limit = 1; SET LOCAL from_collapse_limit = 1"); err != nil {
-			return err
-		}
-		var err error
-		seqs, err = source.ReadSequences(ctx, tx.Conn(), e.cfg.Publication)
-		return err
-	})
-	if source.IsLockTimeout(err) {
-		return fmt.Errorf("caught up, but the sequences could not be read: %s; once it is released, run pgrelay migrate again to set them: %w", source.LockedHint, err)
-	}
-	if err != nil {
-		return err
-	}
-	var readable []source.Sequence
-	for _, q := range seqs {
-		if !q.Readable {
-			e.log.Warn("sequence not set on the target: the source role may not read it",
-				"sequence", q.Schema+"."+q.Name, "fix", fmt.Sprintf("GRANT SELECT ON SEQUENCE %s TO %s", pgx.Identifier{q.Schema, q.Name}.Sanitize(), pgx.Identifier{srcConn.Config().User}.Sanitize()))
-			continue
-		}
-		readable = append(readable, q)
-	}
-	if err := setter.SetSequences(ctx, readable); err != nil {
-		return err
-	}
-	if len(readable) > 0 {
-		e.log.Info("sequences set", "count", len(readable))
-	}
-	return nil
 }
 
 // checkTargetPrivileges checks, before anything is created on the source, that

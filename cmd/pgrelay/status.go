@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/apply/schemacopy"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
@@ -51,6 +52,9 @@ type statusReport struct {
 	SnapshotLSN    string       `json:"snapshot_lsn,omitempty"`
 	Tables         []tableState `json:"tables"`
 	TablesNote     string       `json:"tables_note,omitempty"` // why Tables may be incomplete
+	// Cutover says whether the target is ready to switch to (schema.go).
+	Cutover     *schemacopy.Readiness `json:"cutover"`
+	CutoverNote string                `json:"cutover_note,omitempty"`
 }
 
 // tableState is one table's line. State is the snapshot copy's state
@@ -263,6 +267,13 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if r.Tables == nil {
 		r.Tables = []tableState{}
 	}
+	var appliedLSN source.LSN
+	if applied {
+		appliedLSN = p.LSN
+	}
+	if err := addCutover(ctx, cfg, src, tgt, hasMeta, appliedLSN, &r); err != nil {
+		return err
+	}
 
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -332,6 +343,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if r.TablesNote != "" {
 		fmt.Fprintf(w, "\nnote: %s\n", r.TablesNote)
 	}
+	printCutover(w, &r)
 	return w.Flush()
 }
 
