@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgrelay/pgrelay/apply/schemacopy"
+)
+
+func TestSchemaSettings(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PGRELAY_SOURCE_URL", "postgres://u@h/db")
+	cfg, err := loadValidated(t, needSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Schema.Mode != schemacopy.ModeAll || cfg.Schema.Grants {
+		t.Fatalf("defaults: %+v", cfg.Schema)
+	}
+	t.Setenv("PGRELAY_SCHEMA", " Tables ")
+	if cfg, err = loadValidated(t, needSource); err != nil || cfg.Schema.Mode != schemacopy.ModeTables {
+		t.Fatalf("PGRELAY_SCHEMA=Tables: %+v, %v", cfg, err)
+	}
+	for _, c := range []struct{ schema, grants, want string }{
+		{"everything", "", `PGRELAY_SCHEMA="everything": expected tables or all`},
+		{"all", "maybe", `PGRELAY_SCHEMA_GRANTS="maybe": expected true or false`},
+		{"tables", "true", "PGRELAY_SCHEMA_GRANTS=true needs PGRELAY_SCHEMA=all"},
+	} {
+		t.Setenv("PGRELAY_SCHEMA", c.schema)
+		t.Setenv("PGRELAY_SCHEMA_GRANTS", c.grants)
+		if _, err := loadValidated(t, needSource); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("PGRELAY_SCHEMA=%q PGRELAY_SCHEMA_GRANTS=%q: %v, want %q", c.schema, c.grants, err, c.want)
+		}
+	}
+	t.Setenv("PGRELAY_SCHEMA", "all")
+	t.Setenv("PGRELAY_SCHEMA_GRANTS", "true")
+	cfg, err = loadValidated(t, needSource)
+	if err != nil || !cfg.Schema.Grants {
+		t.Fatalf("grants on: %+v, %v", cfg, err)
+	}
+	if sc := cfg.schemaCopy(nil); sc.Schema != schemacopy.ModeAll || !sc.Grants || sc.Publication != "pgrelay" || len(sc.Skip) != 1 || sc.Skip[0] != "pgrelay" {
+		t.Errorf("schemaCopy: %+v", sc)
+	}
+}
