@@ -3001,6 +3001,11 @@ func TestE2EMigrateSequencesWhilePrepared(t *testing.T) {
 	if _, ok := p.findLog("a column's default or identity is not set on the target"); !ok {
 		t.Errorf("no warning about sq2's default; log:\n%s", p.logs())
 	}
+	// The report lists it, and the target is not ready to switch to.
+	if out := strings.Join(p.out.all(), "\n"); !strings.Contains(out, "left out: default public.sq2.id: not created: a prepared transaction holds its table on the target") ||
+		!strings.Contains(out, "ready to switch: no") {
+		t.Errorf("migrate's report does not list sq2's default:\n%s", out)
+	}
 	if got := e.tgt.QueryString(t, "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"); got != "1" {
 		t.Errorf("the target holds %s prepared transactions, want 1", got)
 	}

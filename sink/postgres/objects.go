@@ -52,6 +52,33 @@ func (s *Sink) CarryObjects(ctx context.Context, phase schema.Phase, objs []*sch
 	}
 	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
 		failed := map[int]error{}
+		// Tables a prepared transaction holds on the target: DDL on them
+		// would wait until its COMMIT PREPARED, which comes with the
+		// source's, so their objects are not tried (nor waited for).
+		held := map[schema.QualifiedName]bool{}
+		heldTable := func(o *schema.Object) (bool, error) {
+			tables := []schema.QualifiedName{o.Table}
+			if o.ForeignKey != nil {
+				tables = append(tables, o.ForeignKey.RefTable)
+			}
+			for _, t := range tables {
+				if t.Name == "" {
+					continue
+				}
+				h, known := held[t]
+				if !known {
+					var err error
+					if h, err = heldByPrepared(ctx, conn, pgx.Identifier{t.Schema, t.Name}.Sanitize()); err != nil {
+						return false, err
+					}
+					held[t] = h
+				}
+				if h {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
 		for len(todo) > 0 {
 			var again []int
 			for _, i := range todo {
@@ -66,13 +93,21 @@ func (s *Sink) CarryObjects(ctx context.Context, phase schema.Phase, objs []*sch
 					delete(failed, i)
 					continue
 				}
+				if h, err := heldTable(o); err != nil {
+					return err
+				} else if h {
+					failed[i] = errHeldByPrepared
+					continue
+				}
 				if err := createObject(ctx, conn, o); err != nil {
 					if conn.IsClosed() || ctx.Err() != nil {
 						return err
 					}
 					failed[i] = err
-					if sqlState(err) != "55P03" {
-						again = append(again, i) // a lock: not again in this run
+					if sqlState(err) == "55P03" {
+						held[o.Table] = true // a lock: not again in this run
+					} else {
+						again = append(again, i)
 					}
 					continue
 				}
@@ -136,8 +171,15 @@ func createObject(ctx context.Context, conn *pgx.Conn, o *schema.Object) error {
 	})
 }
 
+// errHeldByPrepared is why an object on a table a prepared transaction
+// holds on the target is not created.
+var errHeldByPrepared = errors.New("a prepared transaction holds its table on the target")
+
 // objectRefused says why the target did not take o, and what to do.
 func objectRefused(o *schema.Object, err error) string {
+	if errors.Is(err, errHeldByPrepared) {
+		return "not created: a prepared transaction holds its table on the target (its COMMIT PREPARED comes with the source's): run pgrelay migrate again once the source has committed or rolled it back"
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return "the target refused it: " + err.Error()
