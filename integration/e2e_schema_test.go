@@ -308,3 +308,49 @@ func TestE2ESequencesCommand(t *testing.T) {
 		t.Errorf("next id on the target %s, want 7", got)
 	}
 }
+
+// TestE2ESchemaGrants: with PGRELAY_SCHEMA_GRANTS=true the privileges on
+// the carried tables, columns, views, sequences and functions come along,
+// and EXECUTE revoked from PUBLIC on the source is revoked on the target.
+// Source and target share a server (roles are a server's), so the grantee
+// exists on both.
+func TestE2ESchemaGrants(t *testing.T) {
+	e := e2ePair(t, e2eTargetMajor)
+	role := e.slot + "_reader"
+	quoted := pgx.Identifier{role}.Sanitize()
+	e.src.Exec(t, "CREATE ROLE "+quoted)
+	t.Cleanup(func() {
+		for _, pg := range []*harness.PG{e.src, e.tgt} {
+			pg.Exec(t, "DROP OWNED BY "+quoted)
+		}
+		e.src.Exec(t, "DROP ROLE "+quoted)
+	})
+	e.src.Exec(t, `CREATE TABLE gr (id serial PRIMARY KEY, secret text, note text);
+		CREATE VIEW gr_view AS SELECT id, note FROM gr;
+		CREATE FUNCTION gr_count() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM public.gr';
+		CREATE FUNCTION gr_open() RETURNS int LANGUAGE sql AS 'SELECT 1';
+		GRANT SELECT ON gr_view TO `+quoted+`;
+		GRANT SELECT (id, note), INSERT ON gr TO `+quoted+` WITH GRANT OPTION;
+		GRANT USAGE ON SEQUENCE gr_id_seq TO `+quoted+`;
+		REVOKE EXECUTE ON FUNCTION gr_count() FROM PUBLIC;
+		GRANT EXECUTE ON FUNCTION gr_count() TO `+quoted)
+	e.extra = append(e.extra, "PGRELAY_SCHEMA_GRANTS=true")
+	p := e.mustRun(3*time.Minute, "migrate")
+	if out := strings.Join(p.out.all(), "\n"); strings.Contains(out, "left out:") {
+		t.Errorf("migrate left grants out:\n%s", out)
+	}
+	for _, q := range []string{
+		`SELECT has_table_privilege('` + role + `', 'public.gr_view', 'SELECT')`,
+		`SELECT has_table_privilege('` + role + `', 'public.gr', 'INSERT WITH GRANT OPTION')`,
+		`SELECT has_column_privilege('` + role + `', 'public.gr', 'note', 'SELECT')`,
+		`SELECT has_column_privilege('` + role + `', 'public.gr', 'secret', 'SELECT')`,
+		`SELECT has_sequence_privilege('` + role + `', 'public.gr_id_seq', 'USAGE')`,
+		`SELECT has_function_privilege('` + role + `', 'public.gr_count()', 'EXECUTE')`,
+		`SELECT has_function_privilege('public', 'public.gr_count()', 'EXECUTE')`,
+		`SELECT has_function_privilege('public', 'public.gr_open()', 'EXECUTE')`,
+	} {
+		if src, tgt := e.src.QueryString(t, q), e.tgt.QueryString(t, q); src != tgt {
+			t.Errorf("%s: source %s, target %s", q, src, tgt)
+		}
+	}
+}
