@@ -909,7 +909,17 @@ JOIN pg_catalog.pg_class c ON c.oid = ad.adrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE ad.adrelid = ANY ($1::pg_catalog.oid[]) AND a.attgenerated = '' AND a.attidentity = ''
 	AND pg_catalog.strpos(ad.adbin::pg_catalog.text, '{VAR ') = 0
-ORDER BY ad.oid`, mapKeys(r.tables))
+UNION ALL
+-- An identity column of a partitioned table the objects create: its
+-- partitions take their values from its sequence (a default of it, which
+-- the end of a migration creates and sets), and so does it.
+SELECT c.oid, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text,
+	'nextval(' || pg_catalog.quote_literal(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), a.attname)) || '::regclass)'
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attrelid = ANY ($2::pg_catalog.oid[]) AND a.attidentity <> '' AND NOT a.attisdropped
+ORDER BY 1`, mapKeys(r.tables), r.oursUnpublished())
 	if err != nil {
 		return err
 	}
@@ -924,6 +934,18 @@ ORDER BY ad.oid`, mapKeys(r.tables))
 		return nil
 	})
 	return err
+}
+
+// oursUnpublished are the tables the objects create that the publication
+// does not publish (partitioned tables of partitions published on their own).
+func (r *objectReader) oursUnpublished() []uint32 {
+	var out []uint32
+	for oid := range r.ours {
+		if _, ok := r.published[oid]; !ok {
+			out = append(out, oid)
+		}
+	}
+	return out
 }
 
 // readConstraints reads the check constraints and foreign keys of the
