@@ -1278,7 +1278,8 @@ WHERE d.deptype = 'n' AND d.refobjid >= 16384 AND d.refobjid <> o.owner`, viewOI
 }
 
 // readComments reads the comments of the carried objects and tables (and
-// their columns), each as a COMMENT statement of its own.
+// their columns), each as a COMMENT statement of its own. An extension's
+// comes with the extension.
 func (r *objectReader) readComments(ctx context.Context, views map[uint32]*viewNode, procs, types []uint32) error {
 	var classes, oids []uint32
 	add := func(catalog uint32, list []uint32) {
@@ -1315,7 +1316,6 @@ func (r *objectReader) readComments(ctx context.Context, views map[uint32]*viewN
 	add(catalogs.constraint, carried[KindForeignKey])
 	add(catalogs.constraint, carried[KindConstraint])
 	add(catalogs.trigger, carried[KindTrigger])
-	add(catalogs.extension, carried[KindExtension])
 	add(catalogs.statistic, carried[KindStatistics])
 	// Comments of the carried schemas.
 	rows, err := r.tx.Query(ctx, `
@@ -1347,7 +1347,7 @@ ORDER BY 1, 2, 3`, classes, oids, r.schemas)
 		o := &Object{Kind: KindComment, Name: "on " + typ + " " + identity, Phase: PostData, OID: oid,
 			Create:  []string{"COMMENT ON " + target + " IS " + pgquote.Literal(desc)},
 			Present: presentComment(addrType, names, args, desc)}
-		catalog := map[uint32]string{catalogs.class: "pg_class", catalogs.proc: "pg_proc", catalogs.typ: "pg_type"}[class]
+		catalog := map[uint32]string{catalogs.class: "pg_class", catalogs.proc: "pg_proc", catalogs.typ: "pg_type", catalogs.constraint: "pg_constraint"}[class]
 		if k, ok := r.keys[catalogRef{catalog, oid}]; ok && catalog != "" {
 			o.Needs = []string{k}
 		}
