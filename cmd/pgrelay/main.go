@@ -61,7 +61,7 @@ var commands = map[string]command{
 		run:     runMigrate,
 	},
 	"status": {
-		summary: "show the slot, the lag, the last applied LSN and each table's copy state (--json)",
+		summary: "show the slot, the lag, the last applied LSN, each table's copy state and whether the target is ready to switch to (--json)",
 		needs:   needSource | needTarget,
 		options: []string{"--json"},
 		run:     runStatus,
