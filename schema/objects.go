@@ -35,8 +35,9 @@ const (
 	KindComment     ObjectKind = "comment"
 	KindGrant       ObjectKind = "grant"
 	// Never carried, listed so that nothing is left out in silence.
-	KindPolicy ObjectKind = "policy"
-	KindRule   ObjectKind = "rule"
+	KindPolicy      ObjectKind = "policy"
+	KindRule        ObjectKind = "rule"
+	KindInheritance ObjectKind = "inheritance"
 )
 
 // kindOrder ranks the kinds for creation: what an object may need comes
@@ -46,7 +47,7 @@ var kindOrder = map[ObjectKind]int{
 	KindSequence: 5, KindPartitioned: 6, KindPartition: 7, KindConstraint: 8,
 	KindDefault: 9, KindCheck: 10, KindView: 11, KindMatView: 11, KindIndex: 12,
 	KindForeignKey: 13, KindTrigger: 14, KindStatistics: 15, KindComment: 16, KindGrant: 17,
-	KindPolicy: 18, KindRule: 18,
+	KindPolicy: 18, KindRule: 18, KindInheritance: 18,
 }
 
 // Phase says when an object is created on the target.

@@ -1196,7 +1196,8 @@ ORDER BY s.oid`, mapKeys(r.tables))
 }
 
 // readPoliciesAndRules lists what is not carried on the carried tables:
-// row-level security and its policies, rules.
+// row-level security and its policies, rules, table inheritance (not
+// partitions).
 func (r *objectReader) readPoliciesAndRules(ctx context.Context) error {
 	rows, err := r.tx.Query(ctx, `
 SELECT 'policy', p.oid, pg_catalog.quote_ident(p.polname) || ' on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
@@ -1206,6 +1207,13 @@ UNION ALL
 SELECT 'policy', c.oid, 'row level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = ANY ($1::pg_catalog.oid[]) AND c.relrowsecurity
+UNION ALL
+SELECT 'inheritance', c.oid, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) || ' of ' ||
+	pg_catalog.quote_ident(pn.nspname) || '.' || pg_catalog.quote_ident(p.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_class p ON p.oid = i.inhparent JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace
+WHERE NOT c.relispartition AND c.relkind IN ('r', 'p') AND (i.inhrelid = ANY ($1::pg_catalog.oid[]) OR i.inhparent = ANY ($1::pg_catalog.oid[]))
 UNION ALL
 SELECT 'rule', w.oid, pg_catalog.quote_ident(w.rulename) || ' on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
 FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class c ON c.oid = w.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -1219,9 +1227,12 @@ ORDER BY 2`, mapKeys(r.tables))
 	var t QualifiedName
 	_, err = pgx.ForEachRow(rows, []any{&kind, &oid, &name, &t.Schema, &t.Name}, func() error {
 		o := &Object{Kind: ObjectKind(kind), Name: name, Phase: PostData, Table: t, OID: oid}
-		if kind == "rule" {
+		switch kind {
+		case "rule":
 			o.LeftOut = "rules are not carried: pgrelay applies changes as they happened on the source, and a rule would rewrite them; create it by hand at the switch"
-		} else {
+		case "inheritance":
+			o.LeftOut = "table inheritance is not carried: on the target the child is a table of its own, and queries on its parent there miss its rows; ALTER TABLE … INHERIT … on the target (once the child has the parent's check constraints) restores it"
+		default:
 			o.LeftOut = "row-level security is not carried: create it on the target by hand before the switch"
 		}
 		r.add(o)
