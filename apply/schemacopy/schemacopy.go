@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,7 +158,7 @@ func Finish(ctx context.Context, cfg Config, src *pgx.Conn, tgt any, caughtUp so
 		switch {
 		case errors.Is(err, schema.ErrObjectsTooOld):
 			notRead = &sink.ObjectResult{Kind: schema.KindSchema, Name: "objects", State: sink.ObjectLeftOut,
-				Reason: strings.TrimPrefix(err.Error(), "schema: ") + ": only the tables and their sequences are carried; set PGRELAY_SCHEMA=tables to say that is meant"}
+				Reason: fmt.Sprintf("the source is older than PostgreSQL %d, the oldest whose catalog pgrelay reads the schema from: only the tables and their sequences are carried; set PGRELAY_SCHEMA=tables to say that is meant", schema.MinObjectsMajor)}
 		case source.IsLockTimeout(err):
 			return nil, fmt.Errorf("caught up, but the schema objects could not be read: %s; once it is released, run pgrelay migrate again: %w", source.LockedHint, err)
 		case err != nil:
