@@ -302,6 +302,9 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		return false, collationHint(err)
 	}
 	s.logMoves(t, pl)
+	if undo := s.located.place(t, pl); !own {
+		tx.relocated = append(tx.relocated, undo...)
+	}
 	if prev != nil {
 		s.forget(prev)
 	}
