@@ -230,6 +230,9 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 
 	if apart && s.cur != nil && !create && len(beforeMoves) == 0 && len(afterMoves) == 0 && len(indexDefs) == 0 {
 		done, err := s.alterApart(ctx, conn, t, prev, append(nonEmpty(createSchema), ddl...), def)
+		if done && err == nil {
+			s.located.place(t, placement{})
+		}
 		if err != nil || done {
 			return done, err
 		}
