@@ -86,6 +86,35 @@ func TestE2ESchemaRenamedUnderTables(t *testing.T) {
 	})
 }
 
+// TestE2ESchemaRenamedAlone: a schema renamed while replicate runs, its
+// table changed after. Before PostgreSQL 16 no Relation message says so: the
+// rows reach the table's target table, still under the old schema's name,
+// until the table's next Relation message (a new session's first change to
+// it) moves it; from 16 on it moves at once.
+func TestE2ESchemaRenamedAlone(t *testing.T) {
+	e2eEachMajor(t, func(t *testing.T, major int) {
+		e := e2ePair(t, major)
+		e.src.Exec(t, "CREATE SCHEMA sa1; CREATE TABLE sa1.t1 (c1 int); INSERT INTO sa1.t1 VALUES (1)")
+		p := e.start("replicate")
+		e2eSync(t, e, p, 2*time.Minute)
+		e.src.Exec(t, "INSERT INTO sa1.t1 VALUES (2); ALTER SCHEMA sa1 RENAME TO sa2; INSERT INTO sa2.t1 VALUES (3)")
+		e2eSync(t, e, p, 2*time.Minute)
+		where := "sa2.t1"
+		if major < 16 {
+			where = "sa1.t1"
+		}
+		if got := e.tgt.QueryString(t, bugsRows(where)); got != "1,2,3" {
+			t.Errorf("target %s holds {%s}, want {1,2,3}", where, got)
+		}
+		if code := p.term(t, time.Minute); code != 0 {
+			t.Fatalf("replicate exited %d; log:\n%s", code, p.logs())
+		}
+		p = e.start("replicate")
+		e.src.Exec(t, "INSERT INTO sa2.t1 VALUES (4)")
+		e2eSyncCompareStop(t, e, p)
+	})
+}
+
 // TestE2EBugsIndexPredicateFunction (bug #15114): an index whose predicate
 // calls a user function, on a table copied and on one created while
 // replicate runs. The target has the function, as the subscriber of the
