@@ -11,8 +11,8 @@ import (
 // decomposed) are told apart: the row the source changed, byte for byte, is
 // the one changed on the target. PostgreSQL's own apply compares them under
 // the column's collation and takes either. A column of the collation, of a
-// domain of it, an array of it and a varchar of it; updates and deletes, each
-// of the pair's two rows first in the table.
+// domain of it (created on the target with it), an array of it and a varchar
+// of it; updates and deletes, each of the pair's two rows first in the table.
 func TestE2EFullIdentityNondeterministicCollation(t *testing.T) {
 	e2eEachMajor(t, func(t *testing.T, major int) {
 		e := e2ePair(t, major)
@@ -42,6 +42,10 @@ func TestE2EFullIdentityNondeterministicCollation(t *testing.T) {
 			t.Fatalf("the source's collation nd tells %s values apart, want them equal", got)
 		}
 		e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+		const domainCollation = "SELECT coalesce(collname, '-') FROM pg_type LEFT JOIN pg_collation c ON c.oid = typcollation WHERE typname = 'ndtext'"
+		if got := e.tgt.QueryString(t, domainCollation); got != "nd" {
+			t.Errorf("the target's domain ndtext has collation %s, want nd as on the source", got)
+		}
 		p := e.start("replicate")
 		e2eSync(t, e, p, 2*time.Minute)
 		for _, tb := range tables {
