@@ -310,3 +310,22 @@ func TestE2EStatusAfterRename(t *testing.T) {
 	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
 	check("moved while stopped, run since", map[string]int64{"st.b2": 3, "public.st_a2": 5, "public.st_c unpublished": -1})
 }
+
+// TestE2ENameReusedAddedToPublication: with a publication that lists its
+// tables, a copied table is renamed while pgrelay is stopped, and a new table
+// takes its name, holding rows, and is added to the publication. The new
+// table is not the one the target knows by that name: the next start copies
+// it, and the renamed table's target table moves to its new name, rows kept.
+func TestE2ENameReusedAddedToPublication(t *testing.T) {
+	e := e2ePair(t, 15)
+	e.src.Exec(t, `CREATE TABLE nu (id int PRIMARY KEY, v text); INSERT INTO nu VALUES (1, 'old1'), (2, 'old2');
+		CREATE PUBLICATION `+e.pub+` FOR TABLE nu`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	e.src.Exec(t, `ALTER TABLE nu RENAME TO nu_old; CREATE TABLE nu (id int PRIMARY KEY, v text);
+		INSERT INTO nu VALUES (1, 'new1'), (3, 'new3'); ALTER PUBLICATION `+e.pub+` ADD TABLE nu`)
+	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
+	renameCheck(t, e, "name reused", "public.nu,public.nu_old")
+	if got := e.tgt.QueryString(t, renameRows("nu_old")); got != "1 old1,2 old2" {
+		t.Errorf("target nu_old holds %s, want the renamed table's rows", got)
+	}
+}
