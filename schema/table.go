@@ -50,6 +50,9 @@ type Type struct {
 	DomainNotNull bool
 	DomainChecks  []string
 	DomainDefault string
+	// DomainCollation is a domain's own collation, quoted and
+	// schema-qualified; "" when it is its base type's.
+	DomainCollation string `json:",omitempty"`
 	// Attributes are the fields of a composite type, in order.
 	Attributes []Attribute
 	// RowType marks a composite type that is a table's row type (of the

@@ -767,11 +767,17 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
+	// By OID where the target has it: a name is another table's once the
+	// table copied under it was renamed or dropped.
 	known := map[string]bool{}
-	for _, st := range states {
-		known[st.Schema+"."+st.Name] = true
-	}
 	knownOID := map[uint32]bool{}
+	for _, st := range states {
+		if st.RelationID != 0 {
+			knownOID[st.RelationID] = true
+		} else {
+			known[st.Schema+"."+st.Name] = true
+		}
+	}
 	err = s.withTarget(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, "SELECT schema, name, coalesce(relation_oid, 0) FROM pgrelay.relation WHERE slot = $1 OR slot IS NULL", s.cfg.Slot)
 		if err != nil {
@@ -780,8 +786,11 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 		var sch, name string
 		var oid uint32
 		_, err = pgx.ForEachRow(rows, []any{&sch, &name, &oid}, func() error {
-			known[sch+"."+name] = true
-			knownOID[oid] = true
+			if oid != 0 {
+				knownOID[oid] = true
+			} else {
+				known[sch+"."+name] = true
+			}
 			return nil
 		})
 		return err

@@ -68,21 +68,22 @@ type tableState struct {
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
 	Copied bool   `json:"copied"`
+	oid    uint32 // the source table's OID, 0 when unknown
 }
 
 // addStreamedTables adds the published tables the snapshot did not copy: those
 // that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
-// are the tables the target holds a definition of (pgrelay.relation).
+// are the tables the target holds a definition of (pgrelay.relation), by
+// source OID and, for definitions stored without one, by name.
+//
+// A table is known by its OID where its rows carry one: renamed on the
+// source, it is listed under its current name.
 //
 // While a copy is unfinished (copying is true: in progress, or interrupted,
 // or its slot being created), a published table without a copy state is
 // "pending": the copy, when it goes on, copies it. A target table pgrelay
 // created for it holds no rows yet.
-func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableKey]bool, copying bool, r *statusReport) error {
-	listed := map[tableKey]bool{}
-	for _, t := range r.Tables {
-		listed[tableKey{t.Schema, t.Name}] = true
-	}
+func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableRef]bool, copying bool, r *statusReport) error {
 	published, err := source.ListPublication(ctx, src, cfg.Publication, 5*time.Second)
 	if source.IsLockTimeout(err) {
 		r.TablesNote = "the published tables not copied by the snapshot could not be listed: " + source.LockedHint
@@ -91,32 +92,51 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 	if err != nil {
 		return err
 	}
-	publishes := map[tableKey]bool{}
+	publishes := map[tableRef]source.PublishedName{}
 	for _, p := range published {
-		publishes[tableKey{p.Schema, p.Name}] = true
+		publishes[tableRef{oid: p.OID}], publishes[tableRef{key: tableKey{p.Schema, p.Name}}] = p, p
 	}
+	listed := map[tableRef]bool{}
 	for i := range r.Tables {
-		if !publishes[tableKey{r.Tables[i].Schema, r.Tables[i].Name}] {
+		t := &r.Tables[i]
+		p, ok := publishes[t.ref()]
+		if !ok {
 			// Copied once, since dropped from the publication (or the
 			// table dropped): its target rows are no longer kept in step.
-			r.Tables[i].State = "unpublished"
+			t.State = "unpublished"
+		} else if t.oid != 0 {
+			t.Table, t.Schema, t.Name = p.Schema+"."+p.Name, p.Schema, p.Name
 		}
+		listed[t.ref()] = true
 	}
 	for _, p := range published {
-		k := tableKey{p.Schema, p.Name}
-		if listed[k] {
+		byName := tableRef{key: tableKey{p.Schema, p.Name}}
+		if listed[tableRef{oid: p.OID}] || listed[byName] {
 			continue
 		}
 		state := "waiting"
 		switch {
 		case copying:
 			state = sink.TablePending
-		case known[k]:
+		case known[tableRef{oid: p.OID}] || known[byName]:
 			state = "replicated"
 		}
 		r.Tables = append(r.Tables, newTableState(p.Schema, p.Name, state))
 	}
 	return nil
+}
+
+// tableRef is a table by its source OID when known, else by name.
+type tableRef struct {
+	oid uint32
+	key tableKey
+}
+
+func (t *tableState) ref() tableRef {
+	if t.oid != 0 {
+		return tableRef{oid: t.oid}
+	}
+	return tableRef{key: tableKey{t.Schema, t.Name}}
 }
 
 // tableKey names a table by schema and name, which may hold dots.
@@ -181,18 +201,23 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 
 	// A target pgrelay never wrote to has no metadata: report it unseeded.
 	var hasMeta bool
-	known := map[tableKey]bool{} // tables the target holds a definition of
+	known := map[tableRef]bool{} // tables the target holds a definition of (addStreamedTables)
 	if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
 		if err := c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta); err != nil || !hasMeta {
 			return err
 		}
-		rows, err := c.Query(ctx, "SELECT schema, name FROM pgrelay.relation")
+		rows, err := c.Query(ctx, "SELECT schema, name, CASE WHEN slot = $1 THEN coalesce(relation_oid::int8, 0) ELSE 0 END FROM pgrelay.relation", cfg.Slot)
 		if err != nil {
 			return fmt.Errorf("read pgrelay.relation: %w", err)
 		}
 		var k tableKey
-		_, err = pgx.ForEachRow(rows, []any{&k.schema, &k.name}, func() error {
-			known[k] = true
+		var oid int64
+		_, err = pgx.ForEachRow(rows, []any{&k.schema, &k.name, &oid}, func() error {
+			if oid != 0 {
+				known[tableRef{oid: uint32(oid)}] = true
+			} else {
+				known[tableRef{key: k}] = true
+			}
 			return nil
 		})
 		return err
@@ -224,7 +249,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 		for _, st := range states {
 			ts := newTableState(st.Schema, st.Name, st.State)
-			ts.Rows, ts.Bytes, ts.Copied = st.Rows, st.Bytes, true
+			ts.Rows, ts.Bytes, ts.Copied, ts.oid = st.Rows, st.Bytes, true, st.RelationID
 			r.Tables = append(r.Tables, ts)
 		}
 	}

@@ -194,6 +194,7 @@ type Sink struct {
 	cur        *Tx                  // the open transaction, if any
 	fill       sink.FillResolver    // fill values of columns prepared transactions added
 	namer      schema.RelationNamer // where a source relation is now (identity.go)
+	located    locations            // tables moved out of another relation's way, by OID (identity.go)
 	indexes    schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
 	copyJoined bool                 // see CopyJoinedTables
 	log        *slog.Logger
@@ -233,7 +234,8 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}
-	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{}}
+	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{},
+		located: locations{}}
 	if s.conn, err = s.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -444,7 +446,7 @@ func (s *Sink) statementsFor(t *schema.Table) *tableStatements {
 			s.forget(old)
 		}
 	}
-	ts = newTableStatements(s.dialect, t)
+	ts = newTableStatements(s.dialect, s.located.target(t))
 	s.tables[t] = ts
 	return ts
 }
