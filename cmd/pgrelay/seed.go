@@ -415,6 +415,7 @@ func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName stri
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&snapText); err != nil {
 		return nil, snap, fmt.Errorf("source: read the transaction ids of snapshot %s: %w", snapshotName, err)
 	}
+	s.log.Debug("the copy's snapshot", "snapshot", snapshotName, "txid_snapshot", snapText)
 	snap, err := source.ParseTxidSnapshot(snapText)
 	if err != nil {
 		return nil, snap, err
