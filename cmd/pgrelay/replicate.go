@@ -256,8 +256,22 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		targetDone <- err
 	}()
 	targetErr := sync.OnceValue(func() error { return <-targetDone })
-	// A publication is created only once the target is ready for the data.
-	pcc.BeforeCreatePublication = func(context.Context) error { return targetErr() }
+	// A publication is created only once the target is ready for the data,
+	// and only when it can help: a slot the target was seeded from cannot
+	// send what was written while its publication was missing.
+	pcc.BeforeCreatePublication = func(ctx context.Context) error {
+		if err := targetErr(); err != nil {
+			return err
+		}
+		if cfg.Snapshot == "always" {
+			return nil
+		}
+		_, seeded, err := tgt.Seed(ctx, cfg.Slot)
+		if err == nil && seeded {
+			err = &source.PublicationDroppedError{Publication: cfg.Publication, Slot: cfg.Slot}
+		}
+		return err
+	}
 	pre, err := source.PreflightOn(ctx, srcConn, conns.replErr, pcc)
 	if err != nil {
 		// A wait for another pgrelay's lock ends with it.
