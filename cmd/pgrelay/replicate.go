@@ -71,7 +71,9 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 	for {
 		start := time.Now()
 		e.mon.sessionStarted()
-		err := session(ctx, e, migrate)
+		// A read-only target refused a write: said with the database and
+		// the setting that makes it so, and retried.
+		err := postgres.ExplainReadOnly(ctx, e.cfg.TargetURL, session(ctx, e, migrate))
 		streamed := e.mon.streamOK.Load()
 		e.mon.sessionEnded(err)
 		if streamed {
@@ -238,6 +240,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	tgt, srcConn := conns.tgt, conns.src
 	if pg, ok := tgt.(*postgres.Sink); ok {
 		e.mon.sink.Store(pg)
+	}
+	if err := postgres.CheckWritable(ctx, conns.lock); err != nil {
+		return err
 	}
 	if err := checkTargetPrivileges(ctx, cfg, srcConn, conns.lock); err != nil {
 		return err
