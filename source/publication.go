@@ -29,7 +29,7 @@ type PublicationDroppedError struct {
 }
 
 func (e *PublicationDroppedError) Error() string {
-	return fmt.Sprintf("publication %q is missing for slot %q: it was dropped or renamed after the slot was made (or PGRELAY_PUBLICATION changed), and the source reads the publication as it was at each change, so the slot cannot send the changes made without it, and creating it again does not help; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
+	return fmt.Sprintf("publication %q is missing for slot %q: it was dropped or renamed after the slot was made (or PGRELAY_PUBLICATION changed), and the source reads the publication as it was at each change, so the slot cannot send the changes made without it, and creating it again does not bring them back; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
 		e.Publication, e.Slot)
 }
 
