@@ -215,6 +215,12 @@ func TestStreamKeepaliveRepliesWithAcked(t *testing.T) {
 	}
 	s.Ack(0x250)
 	s.Ack(0x180) // backwards: ignored
+	// Nothing else arrives: the new position is reported without waiting
+	// for the (hour-long) interval.
+	st = f.nextStatus(t, 5*time.Second)
+	if st.write != 0x300 || st.flush != 0x250 || st.apply != 0x250 {
+		t.Fatalf("status after Ack on a quiet stream = %+v, want write 0/300, flush = apply = 0/250", st)
+	}
 	f.keepalive(0x300, false)
 	f.keepalive(0x310, true)
 	st = f.nextStatus(t, 2*time.Second)
@@ -239,6 +245,32 @@ func TestStreamKeepaliveRepliesWithAcked(t *testing.T) {
 	if err := s.Run(context.Background()); err == nil {
 		t.Fatal("second Run did not fail")
 	}
+}
+
+func TestStreamQuietAckReportedAtOnce(t *testing.T) {
+	f := &fakeWalsender{}
+	_, s := startFake(t, f, 0x100, StreamOptions{StatusInterval: time.Hour})
+	<-f.queries
+	cancel, done := runStream(t, s)
+	f.nextStatus(t, 2*time.Second) // the start position
+	// A backlog arrives and is applied; the last Ack comes while the
+	// stream is quiet, with no keepalive asking for a reply.
+	for i := range 50 {
+		f.xlog(LSN(0x200+i*0x10), []byte("Ix"))
+		<-s.Frames()
+		s.Ack(LSN(0x200 + i*0x10))
+	}
+	const last = LSN(0x200 + 49*0x10)
+	for {
+		st := f.nextStatus(t, 5*time.Second)
+		if st.flush > last {
+			t.Fatalf("status flush %v beyond the acked %v", st.flush, last)
+		}
+		if st.flush == last {
+			break
+		}
+	}
+	cleanStop(t, f, cancel, done, last)
 }
 
 func TestStreamPeriodicStatusWhileConsumerIsBlocked(t *testing.T) {

@@ -69,6 +69,13 @@ var settingDefaults = []struct{ key, def string }{
 	{keyVerifyWait, "30s"},
 	{keySpillDir, ""},
 	{keyPubCheck, "1m"},
+	{keyWebhookURL, ""},
+	{keyWebhookSecret, ""},
+	{keyWebhookFormat, "json"},
+	{keyWebhookRepeat, "10m"},
+	{keyLagAlert, ""},
+	{keySlotWALAlert, "80%"},
+	{keyPreparedAlert, "10m"},
 }
 
 // envName is the environment variable that sets key.
@@ -115,6 +122,8 @@ type Config struct {
 	// publishes of each copied table with what was copied
 	// (PGRELAY_PUBLICATION_CHECK_INTERVAL; 0 = only at start).
 	PublicationCheck time.Duration
+	// Notify holds the webhook and alert settings (config_notify.go).
+	Notify notifySettings
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -255,6 +264,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawVerifyChunk:    v.GetString(keyVerifyChunk),
 		rawVerifyWait:     v.GetString(keyVerifyWait),
 		rawPubCheck:       v.GetString(keyPubCheck),
+		Notify:            loadNotifySettings(v),
 	}, nil
 }
 
@@ -423,6 +433,7 @@ func (c *Config) Validate(n need) error {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 1s to 24h, e.g. 1m, or 0s to check only at start", envName(keyPubCheck), c.rawPubCheck))
 	}
 	c.PublicationCheck = d
+	errs = append(errs, c.Notify.validate()...)
 	switch len(errs) {
 	case 0:
 		return nil

@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	var secrets []string
 	if cfg != nil {
-		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
+		secrets = cfg.secrets()
 	}
 	if err == nil && cmd.needs&needTarget != 0 && strings.HasPrefix(strings.ToLower(cfg.TargetURL), "mysql://") {
 		err = fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
