@@ -292,9 +292,7 @@ func (s *Sink) Setup(ctx context.Context, slot string) (sink.Progress, error) {
 		return sink.Progress{}, err
 	}
 	if _, err := migrations.ApplyPostgres(ctx, conn); err != nil {
-		if sqlState(err) == "25006" { // read_only_sql_transaction
-			err = fmt.Errorf("the target database is read-only (a standby, or default_transaction_read_only on for the database or role): pgrelay writes the tables and its metadata there: %w", err)
-		}
+		// A read-only database's refusal becomes a *ReadOnlyError.
 		return sink.Progress{}, classify(fmt.Errorf("sink/postgres: setup: %w", err), conn.IsClosed())
 	}
 	var maxPrepared string
