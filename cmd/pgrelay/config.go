@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -527,7 +528,7 @@ func checkSourceURL(s string) error {
 			return fmt.Errorf("%s=%q: expected a postgres:// or postgresql:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 		}
 		if _, err := url.Parse(s); err != nil {
-			return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), urlErrReason(err))
+			return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), urlErrReason(s, err))
 		}
 	} else if !strings.Contains(s, "=") {
 		return fmt.Errorf("%s=%q: expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
@@ -559,7 +560,7 @@ func checkTargetURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. %s://user@host/db", name, redactURL(s), urlErrReason(err), scheme)
+		return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. %s://user@host/db", name, redactURL(s), urlErrReason(s, err), scheme)
 	}
 	if u.Host == "" && scheme == "mysql" {
 		return fmt.Errorf("%s=%q has no host: expected mysql://user:pass@host:port/db", name, redactURL(s))
@@ -584,13 +585,17 @@ func checkConnString(name, s string, syntax func(reason string) error) error {
 	}
 	var pce *pgconn.ParseConfigError
 	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
-		return fmt.Errorf("%s=%q: %v", name, redactURL(s), err)
+		return fmt.Errorf("%s=%q: %v", name, redactURL(s), redact.New(s).Err(err))
 	}
+	// pgx's reason is its inner error, or else what follows the connection
+	// string its message quotes (redacted only in part).
 	reason := "cannot be parsed"
-	if pce.Unwrap() != nil {
-		reason = pce.Unwrap().Error()
+	if inner := pce.Unwrap(); inner != nil {
+		reason = inner.Error()
+	} else if text := pce.Error(); strings.LastIndex(text, "`: ") >= 0 {
+		reason = text[strings.LastIndex(text, "`: ")+3:]
 	}
-	return syntax(redactSecrets(reason, passwordOf(s)))
+	return syntax(redact.New(s).String(reason))
 }
 
 // notValidConnString is the error of a PostgreSQL URL pgx cannot parse.
@@ -600,12 +605,13 @@ func notValidConnString(name, s string) func(reason string) error {
 	}
 }
 
-// urlErrReason is the reason of a url.Parse error without the URL itself, which
-// would carry the password.
-func urlErrReason(err error) string {
+// urlErrReason is the reason url.Parse gave for s without the URL itself, and
+// without the pieces of its secrets the reason quotes ("invalid port
+// \":pa\" after host" of a password with a '/').
+func urlErrReason(s string, err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		return redact.New(s).String(ue.Err.Error())
 	}
 	return "malformed"
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // clearEnv unsets every PGRELAY_* variable for the test (t.Setenv restores them).
@@ -275,22 +277,6 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-func TestPasswordOf(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"postgres://user:secret@host/db", "secret"},
-		{"postgres://user:s%40cret@host/db", "s@cret"},
-		{"postgres://host/db?password=qsecret", "qsecret"},
-		{"host=h password=secret", "secret"},
-		{"host=h password='se cr\\'et'", "se cr'et"},
-		{"host=h", ""},
-	}
-	for _, tc := range cases {
-		if got := passwordOf(tc.in); got != tc.want {
-			t.Errorf("passwordOf(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // Passwords never reach stderr: neither in a configuration error nor in a log
 // line carrying a driver error that echoed it.
 func TestRunNeverPrintsPassword(t *testing.T) {
@@ -313,13 +299,13 @@ func TestRunNeverPrintsPassword(t *testing.T) {
 	}
 
 	var logBuf bytes.Buffer
-	log := newLogger(&logBuf, "json", "info", []string{"hunter22"})
+	log := newLogger(&logBuf, "json", "info", redact.New("postgres://u:hunter22@h/db"))
 	log.Info("connect failed: password hunter22 rejected", "url", "postgres://u:hunter22@h/db", "err", errString("auth hunter22"))
 	if strings.Contains(logBuf.String(), "hunter22") || !strings.Contains(logBuf.String(), "xxxxx") {
 		t.Fatalf("log line leaks or lost its text: %s", logBuf.String())
 	}
 	stderr.Reset()
-	printError(&stderr, errString("dial postgres://u:hunter22@h/db failed\nsecond line"), []string{"hunter22"})
+	printError(&stderr, errString("dial postgres://u:hunter22@h/db failed\nsecond line"), redact.New("postgres://u:hunter22@h/db"))
 	if got, want := stderr.String(), "pgrelay: dial postgres://u:xxxxx@h/db failed; second line\n"; got != want {
 		t.Fatalf("printError %q, want %q", got, want)
 	}

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -168,20 +170,17 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err == nil {
 		err = cfg.Validate(cmd.needs)
 	}
-	var secrets []string
-	if cfg != nil {
-		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
-	}
+	red := newRedactor(lookupEnv, cfg)
 	if err == nil && cmd.needs&needTarget != 0 && strings.HasPrefix(strings.ToLower(cfg.TargetURL), "mysql://") {
 		err = fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
 	}
 	if err != nil {
-		printError(stderr, err, secrets)
+		printError(stderr, err, red)
 		return exitUsage
 	}
 	e := &env{
 		cfg:    cfg,
-		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, secrets),
+		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red),
 		stdout: stdout,
 		stderr: stderr,
 	}
@@ -189,7 +188,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err == nil {
 		return exitOK
 	}
-	printError(stderr, err, secrets)
+	printError(stderr, err, red)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -204,10 +203,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return exitFailure
 }
 
-// printError writes err as the single line "pgrelay: <error>".
-func printError(w io.Writer, err error, secrets []string) {
+// printError writes err as the single line "pgrelay: <error>", its secrets
+// hidden by red.
+func printError(w io.Writer, err error, red *redact.Redactor) {
 	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-	fmt.Fprintf(w, "pgrelay: %s\n", redactSecrets(msg, secrets...))
+	fmt.Fprintf(w, "pgrelay: %s\n", red.String(msg))
 }
 
 func usage(w io.Writer) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -374,7 +375,7 @@ func connectTo(ctx context.Context, side, url string) (*pgx.Conn, error) {
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, source.DescribeConnectError(side, &cfg.Config, err)
+		return nil, redact.New(url).Err(source.DescribeConnectError(side, &cfg.Config, err))
 	}
 	return c, nil
 }
