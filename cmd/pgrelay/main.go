@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
@@ -48,6 +49,18 @@ type command struct {
 	// failExit is the exit code of an error (exitFailure when 0); an error
 	// with an ExitCode method chooses its own.
 	failExit int
+}
+
+// commandTimeouts bound the connections of the commands that must end by
+// themselves (a frozen server must not hang them), where the URLs do not set
+// their own: status and teardown wait for neither a connection nor a
+// statement for ever; verify (whose chunk checksums may take long) and tail
+// (which streams) only for a connection.
+var commandTimeouts = map[string]pgconnstr.Timeouts{
+	"status":   {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
+	"teardown": {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
+	"verify":   {Connect: pgconnstr.DefaultConnectTimeout},
+	"tail":     {Connect: pgconnstr.DefaultConnectTimeout},
 }
 
 // commands lists the implemented subcommands.
@@ -178,6 +191,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		printError(stderr, err, red)
 		return exitUsage
 	}
+	cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
+	cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
 	e := &env{
 		cfg:    cfg,
 		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red),

@@ -113,6 +113,7 @@ func fix(cfg *pgconn.Config) (map[string]string, error) {
 	if err := keepalives(cfg); err != nil {
 		return nil, err
 	}
+	watchReplies(cfg)
 	v, ok := p["hostaddr"]
 	if !ok {
 		return nil, nil
