@@ -40,8 +40,8 @@ func ConnStrings(user, pw, hostPort, db string) map[string]string {
 		"url raw":             "postgres://" + user + ":" + pw + "@" + hostPort + "/" + db + "?sslmode=disable",
 		"url escaped":         (&url.URL{Scheme: "postgres", User: url.UserPassword(user, pw), Host: hostPort, Path: "/" + db, RawQuery: "sslmode=disable"}).String(),
 		"url query raw":       "postgres://" + user + "@" + hostPort + "/" + db + "?password=" + pw + "&sslmode=disable",
-		"url query escaped":   "postgres://" + user + "@" + hostPort + "/" + db + "?password=" + url.QueryEscape(pw) + "&sslmode=disable",
-		"url sslpassword raw": "postgres://" + user + ":" + url.QueryEscape(pw) + "@" + hostPort + "/" + db + "?sslpassword=" + pw + "&sslmode=disable",
+		"url query escaped":   "postgres://" + user + "@" + hostPort + "/" + db + "?password=" + percentEncode(pw) + "&sslmode=disable",
+		"url sslpassword raw": "postgres://" + user + ":" + percentEncode(pw) + "@" + hostPort + "/" + db + "?sslpassword=" + pw + "&sslmode=disable",
 		"kv raw":              fmt.Sprintf("host=%s port=%s user=%s password=%s dbname=%s sslmode=disable", host, port, user, pw, db),
 		"kv quoted":           fmt.Sprintf("host=%s port=%s user=%s password='%s' dbname=%s sslmode=disable", host, port, user, q, db),
 		"kv sslpassword":      fmt.Sprintf("host=%s port=%s user=%s password='%s' sslpassword='%s' dbname=%s sslmode=disable", host, port, user, q, q, db),
@@ -50,6 +50,21 @@ func ConnStrings(user, pw, hostPort, db string) map[string]string {
 		"mysql url escaped":   (&url.URL{Scheme: "mysql", User: url.UserPassword(user, pw), Host: hostPort, Path: "/" + db}).String(),
 		"mysql dsn":           user + ":" + pw + "@tcp(" + hostPort + ")/" + db + "?parseTime=true",
 	}
+}
+
+// percentEncode escapes every byte of s but letters, digits and -._~, as
+// libpq reads a URL ('+' is a plus, not a space).
+func percentEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 var uEscape = regexp.MustCompile(`\\u([0-9a-fA-F]{4})`)
