@@ -152,7 +152,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return exitOK
 	case "version", "--version":
 		if len(args) > 1 {
-			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", args[1])
+			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", redact.ConnString(args[1]))
 			return exitUsage
 		}
 		fmt.Fprintf(stdout, "pgrelay %s\n", buildVersion())
@@ -160,7 +160,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", name)
+		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", redact.ConnString(name))
 		usage(stderr)
 		return exitUsage
 	}
@@ -174,7 +174,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			if len(cmd.options) > 0 {
 				takes = "takes only " + strings.Join(cmd.options, ", ")
 			}
-			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, a)
+			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, redact.ConnString(a))
 			return exitUsage
 		}
 	}

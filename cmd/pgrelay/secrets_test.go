@@ -110,3 +110,23 @@ func TestRunHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A connection string given as an argument by mistake is quoted without its
+// password.
+func TestRunArgumentsHideSecrets(t *testing.T) {
+	clearEnv(t)
+	lookup := func(string) (string, bool) { return "", false }
+	for _, args := range [][]string{
+		{"status", "postgres://u:Hunter2Secret@h/db"},
+		{"version", "host=h password=Hunter2Secret"},
+		{"postgres://u:Hunter2Secret@h/db"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, lookup, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+		if leak := redacttest.Leak(stdout.String()+stderr.String(), "Hunter2Secret"); leak != "" {
+			t.Errorf("%q: output shows %q:\n%s", args, leak, stderr.String())
+		}
+	}
+}
