@@ -38,6 +38,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	mon    *monitor // replicate and migrate: what /metrics and /healthz show
+	// red hides the secrets of the configuration in what pgrelay prints or
+	// sends anywhere (errors and log lines pass through it already).
+	red *redact.Redactor
 }
 
 // command is one pgrelay subcommand.
@@ -196,6 +199,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	e := &env{
 		cfg:    cfg,
 		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red),
+		red:    red,
 		stdout: stdout,
 		stderr: stderr,
 	}
