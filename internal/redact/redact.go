@@ -291,15 +291,22 @@ func dedupe(ss []string) []string {
 	return slices.Compact(ss)
 }
 
-// Redactor hides secrets in texts: every occurrence of a piece of MinFragment
-// or more bytes of one, in any of the forms a message may quote it in (as
-// written, decoded, escaped by %q, JSON or a URL), letters in any case. A
-// nil Redactor hides nothing.
+// Redactor hides secrets in texts, in any of the forms a message may quote
+// them in (as written, decoded, escaped by %q, JSON or a URL), letters in
+// any case. A secret of letters, digits and -._~ alone, which no parser
+// splits, is hidden where it appears whole; any other is hidden piece by
+// piece: every run of MinFragment or more bytes of it, wherever it appears
+// (a parser may have put a piece of it in a host name, a port, a database
+// name, a key). Pieces of the former would hide an LSN or a count that
+// happens to share four hex digits with a password. A nil Redactor hides
+// nothing.
 type Redactor struct {
-	// grams holds every MinFragment-byte piece of every form of every
-	// secret, lower-cased: a text's piece is hidden when it is among them,
-	// so that every longer piece of a secret is hidden whole.
+	// grams holds every MinFragment-byte piece of every form of the
+	// secrets that may be split, lower-cased: a text's piece is hidden when
+	// it is among them, so that every longer piece is hidden whole.
 	grams map[uint32]struct{}
+	// wholes are the secrets that cannot be split, lower-cased.
+	wholes []string
 }
 
 // New returns a Redactor of the secrets of the connection strings conns
@@ -320,8 +327,18 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 		for g := range r.grams {
 			out.grams[g] = struct{}{}
 		}
+		out.wholes = slices.Clone(r.wholes)
 	}
 	for _, s := range secrets {
+		if len(s) < MinFragment {
+			continue
+		}
+		if unsplittable(s) {
+			if w := asciiLower(s); !slices.Contains(out.wholes, w) {
+				out.wholes = append(out.wholes, w)
+			}
+			continue
+		}
 		for _, f := range forms(s) {
 			for i := 0; i+MinFragment <= len(f); i++ {
 				out.grams[gram(f[i:])] = struct{}{}
@@ -329,6 +346,30 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 		}
 	}
 	return out
+}
+
+// unsplittable tells a secret made of the characters no parser splits a
+// value at, and every form writes as they are: letters, digits and -._~.
+func unsplittable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower lower-cases the ASCII letters of s alone, so that byte offsets
+// stay those of s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // forms are the ways a message may spell secret s.
@@ -356,14 +397,27 @@ func gram(s string) uint32 {
 	return g
 }
 
-// String returns text with every piece of a secret replaced by Mask (one
-// Mask for a run of adjoining pieces).
+// String returns text with every secret, and every piece of one that may
+// be split, replaced by Mask (one Mask for a run of adjoining pieces).
 func (r *Redactor) String(text string) string {
-	if r == nil || len(r.grams) == 0 || len(text) < MinFragment {
+	if r == nil || len(r.grams) == 0 && len(r.wholes) == 0 || len(text) < MinFragment {
 		return text
 	}
 	var hits []span
-	for i := 0; i+MinFragment <= len(text); i++ {
+	if len(r.wholes) > 0 {
+		lower := asciiLower(text)
+		for _, w := range r.wholes {
+			for i := 0; ; {
+				j := strings.Index(lower[i:], w)
+				if j < 0 {
+					break
+				}
+				hits = append(hits, span{i + j, i + j + len(w)})
+				i += j + len(w)
+			}
+		}
+	}
+	for i := 0; len(r.grams) > 0 && i+MinFragment <= len(text); i++ {
 		if _, ok := r.grams[gram(text[i:])]; !ok {
 			continue
 		}
@@ -375,12 +429,9 @@ func (r *Redactor) String(text string) string {
 		for end < len(text) && !utf8.RuneStart(text[end]) {
 			end++
 		}
-		if n := len(hits); n > 0 && start <= hits[n-1].end {
-			hits[n-1].end = max(hits[n-1].end, end)
-			continue
-		}
 		hits = append(hits, span{start, end})
 	}
+	hits = merge(hits)
 	if len(hits) == 0 {
 		return text
 	}

@@ -66,8 +66,14 @@ func TestString(t *testing.T) {
 		}
 	}
 	// Pieces that overlap and pieces apart.
-	r = (*redact.Redactor)(nil).With("abcdefgh")
-	if got := r.String("xabcdy cdefgh ab"); got != "xxxxxxy xxxxx ab" {
+	r = (*redact.Redactor)(nil).With("abcd@fgh")
+	if got := r.String("xabcdy d@fgh ab"); got != "xxxxxxy xxxxx ab" {
+		t.Errorf("got %q", got)
+	}
+	// A password no parser splits is hidden whole only: an LSN sharing four
+	// hex digits with it stays.
+	r = (*redact.Redactor)(nil).With("ab1d6aef99")
+	if got := r.String("LSN 0/1D6AE98, password AB1D6AEF99, pid 1d6a"); got != "LSN 0/1D6AE98, password xxxxx, pid 1d6a" {
 		t.Errorf("got %q", got)
 	}
 	// Whole characters.
