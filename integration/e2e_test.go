@@ -1837,6 +1837,8 @@ func TestE2EStatusSlotWithoutSeed(t *testing.T) {
 	e := e2ePair(t, harness.Majors()[0])
 	e.src.Exec(t, "CREATE TABLE sws (id int PRIMARY KEY, v text); INSERT INTO sws SELECT g, 'v' FROM generate_series(1, 100) g")
 	e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR TABLE sws")
+	// A run sets the target's metadata up before it creates its slot.
+	migrationsApplied(t, e.tgt)
 	e.src.Exec(t, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", e.slot)
 	sp := e.mustRun(time.Minute, "status")
 	if out := strings.Join(sp.out.all(), "\n"); !strings.Contains(out, "nothing yet: the snapshot copy is not finished (it was stopped before it began") {

@@ -3,7 +3,11 @@
 // mapping of a source relation onto target DDL, one dialect per target kind.
 package schema
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
+)
 
 // Replica identity settings, as sent in Relation messages.
 const (
@@ -218,3 +222,7 @@ func (t *Table) TargetKey() []string {
 
 // QualifiedName is schema.name as the source spells it, unquoted, for messages.
 func (t *Table) QualifiedName() string { return t.Schema + "." + t.Name }
+
+// DisplayName is schema.name for log lines and messages, each part quoted
+// where it needs to be (public."a.b,c"), as quote_ident does.
+func (t *Table) DisplayName() string { return pgquote.Name(t.Schema, t.Name) }

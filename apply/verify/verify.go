@@ -424,11 +424,11 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 		if len(byteOrder) > 0 {
 			p.result.ByteOrder = true
 			log.Warn("key columns sort differently on the source and the target: comparing key ranges in byte order, which the key index cannot serve (each chunk scans the table); for speed, create an index in byte order on both",
-				"table", t.Source.String(), "columns", strings.Join(byteOrder, "; "),
+				"table", pgquote.Name(t.Source.Schema, t.Source.Name), "columns", strings.Join(byteOrder, "; "),
 				"fix", byteOrderIndex(t.Source, ss.Key, p.src.ByteOrder)+"; and the same on the target table "+t.Target.String())
 		} else if !hasIndexPrefix(ts.Indexes, ss.Key) {
 			log.Warn("the target table has no index in the source's key order: each chunk scans the target table",
-				"table", t.Target.String(), "key", strings.Join(ss.Key, ", "), "fix", byteOrderIndex(t.Target, ss.Key, nil))
+				"table", pgquote.Name(t.Target.Schema, t.Target.Name), "key", strings.Join(ss.Key, ", "), "fix", byteOrderIndex(t.Target, ss.Key, nil))
 		}
 	}
 	p.rows = chunkRows
@@ -471,9 +471,9 @@ func hasIndexPrefix(indexes [][]string, key []string) bool {
 func (c *comparer) table(ctx context.Context, p *plan) error {
 	start := time.Now()
 	res := &p.result
-	log := c.cfg.Log.With("table", p.table.Source.String())
+	log := c.cfg.Log.With("table", pgquote.Name(p.table.Source.Schema, p.table.Source.Name))
 	if p.table.Target != p.table.Source {
-		log = log.With("target_table", p.table.Target.String())
+		log = log.With("target_table", pgquote.Name(p.table.Target.Schema, p.table.Target.Name))
 	}
 	p.log = log
 	if len(p.src.Key) == 0 {

@@ -55,6 +55,7 @@ func runMigrate(ctx context.Context, e *env, _ []string) error   { return relay(
 // busy), until the command is done or told to stop.
 func relay(ctx context.Context, e *env, migrate bool) error {
 	e.mon = newMonitor()
+	e.mon.red = e.red
 	if e.cfg.MetricsAddr != "" {
 		stop, err := serveMetrics(ctx, e.cfg.MetricsAddr, e.mon, e.log)
 		if err != nil {

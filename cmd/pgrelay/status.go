@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -148,23 +150,10 @@ func newTableState(schema, name, state string) tableState {
 
 // displayName is schema.name with each part in double quotes when it is not a
 // plain lower-case identifier, as quote_ident does (keywords aside).
-func displayName(schema, name string) string {
-	return displayIdent(schema) + "." + displayIdent(name)
-}
+func displayName(schema, name string) string { return pgquote.Name(schema, name) }
 
-func displayIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
+// displayIdent is one name, quoted as displayName quotes it.
+func displayIdent(s string) string { return pgquote.Name(s) }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
 	asJSON := slices.Contains(args, "--json") // run accepts no other argument
@@ -253,11 +242,15 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			r.Tables = append(r.Tables, ts)
 		}
 	}
+	// A slot while the target holds no metadata at all: pgrelay sets the
+	// target up before it creates a slot, so the metadata was dropped since,
+	// or the target URL names another database.
+	metaMissing := r.Slot.Exists && !hasMeta
 	// A slot the target holds no seed for: a first copy stopped between
 	// creating the slot and recording it; the next run copies anew.
-	unrecorded := r.Slot.Exists && !r.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never"
+	unrecorded := r.Slot.Exists && !r.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never" && !metaMissing
 	// A first copy's slot being created: the copy comes next.
-	pending := copying || unrecorded || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
+	pending := copying || unrecorded || metaMissing || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
 	if err := addStreamedTables(ctx, cfg, src, known, pending, &r); err != nil {
 		return err
 	}
@@ -295,7 +288,15 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(r)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	slotLine := "missing"
+	slotLine := "missing: migrate or replicate creates it, and copies the tables"
+	switch {
+	case slot.Exists:
+	case seedFound:
+		// What replicate says (invariant 9), before it is run.
+		slotLine = "MISSING, but the target was seeded from it: the changes since cannot be streamed; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew"
+	case cfg.Snapshot == "never":
+		slotLine = "missing: migrate or replicate creates it and streams the changes from then on (PGRELAY_SNAPSHOT=never: no copy)"
+	}
 	if slot.Exists {
 		creating := r.Slot.BeingCreated
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
@@ -308,7 +309,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		case creating:
 			slotLine += fmt.Sprintf(", being created by pid %d (it waits for the transactions open on the source when it started, prepared ones too, to end)", slot.ActivePID)
 		case slot.Active:
-			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
+			client, err := source.ReadSlotClient(ctx, src, slot.ActivePID)
+			if err != nil {
+				return err
+			}
+			slotLine += fmt.Sprintf(", streaming to pid %d (%s)", slot.ActivePID, client)
 		case !r.Seeded && r.SnapshotLSN != "":
 			slotLine += ", idle: streaming starts when the snapshot copy ends"
 		default:
@@ -323,6 +328,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && copying:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (under way, or interrupted: migrate or replicate resumes it)\n")
+		fmt.Fprintf(w, "lag\t-\n")
+	case !applied && metaMissing:
+		fmt.Fprintf(w, "applied\tunknown: the target holds no pgrelay metadata (schema %s) though the slot exists: it was dropped, or %s names another database than pgrelay wrote to; migrate or replicate copies the tables anew under a new slot, into empty or absent target tables\n", postgres.MetadataSchema, envName(keyTargetURL))
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && unrecorded:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (it was stopped before it began: migrate or replicate copies the tables under a new slot)\n")
@@ -399,7 +407,7 @@ func connectTo(ctx context.Context, side, url string) (*pgx.Conn, error) {
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, source.DescribeConnectError(side, &cfg.Config, err)
+		return nil, redact.New(url).Err(source.DescribeConnectError(side, &cfg.Config, err))
 	}
 	return c, nil
 }

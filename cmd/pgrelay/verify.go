@@ -118,7 +118,7 @@ func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
 		}
 		if target != name {
 			e.log.Info("the target table still has the name the source table had before it was renamed: pgrelay renames it with the next change to it",
-				"table", name.String(), "target_table", target.String())
+				"table", displayName(name.Schema, name.Name), "target_table", displayName(target.Schema, target.Name))
 		}
 		tables = append(tables, verify.Table{Source: name, Target: target, Columns: pt.Columns, SourceFilter: pt.RowFilter})
 	}

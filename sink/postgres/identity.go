@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 )
 
@@ -348,13 +349,13 @@ func (s *Sink) logMoves(t *schema.Table, pl placement) {
 		switch {
 		case m.dropped:
 			log.Warn("target table renamed aside: the source table it was built for was dropped, and another source table now has its name; its rows are kept",
-				"table", m.from.plain(), "renamed_to", to.plain(), "relation_oid", m.oid, "for", t.QualifiedName())
+				"table", pgquote.Name(m.from.schema, m.from.name), "renamed_to", pgquote.Name(to.schema, to.name), "relation_oid", m.oid, "for", t.DisplayName())
 		case pl.unknown:
 			log.Warn("target table renamed aside: it is not known to be the source table now named like it (no source relation OID stored for it)",
-				"table", m.from.plain(), "renamed_to", to.plain(), "for", t.QualifiedName())
+				"table", pgquote.Name(m.from.schema, m.from.name), "renamed_to", pgquote.Name(to.schema, to.name), "for", t.DisplayName())
 		default:
 			log.Info("target table renamed after its source table, whose name another source table now has",
-				"table", m.from.plain(), "renamed_to", to.plain(), "relation_oid", m.oid, "for", t.QualifiedName())
+				"table", pgquote.Name(m.from.schema, m.from.name), "renamed_to", pgquote.Name(to.schema, to.name), "relation_oid", m.oid, "for", t.DisplayName())
 		}
 	}
 }

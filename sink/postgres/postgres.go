@@ -72,6 +72,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/migrations"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
@@ -229,7 +230,7 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	}
 	cfg, err := pgconnstr.ParsePgx(url)
 	if err != nil {
-		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", err)
+		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", redact.New(url).Err(err))
 	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
@@ -237,7 +238,7 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{},
 		located: locations{}}
 	if s.conn, err = s.connect(ctx); err != nil {
-		return nil, err
+		return nil, redact.New(url).Err(err)
 	}
 	if m := serverMajor(s.conn); m > 0 && m < 15 {
 		s.charsAsBytes = true
