@@ -15,7 +15,8 @@
 //	int2, int4, int8       decimal digits
 //	float4, float8         shortest text that reads back to the same value
 //	                       (PostgreSQL 12+'s output: 0.1, 1e+15, 1.5e-05);
-//	                       NaN, Infinity, -Infinity; -0 and 0 differ
+//	                       NaN, Infinity, -Infinity; -0 is 0 (as float's =
+//	                       says; MySQL and MariaDB cannot hold -0)
 //	numeric                without trailing fractional zeros: 1.50 and 1.5
 //	                       are equal (as numeric's = says); NaN, ±Infinity
 //	money                  its amount as numeric

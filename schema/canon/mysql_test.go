@@ -25,8 +25,8 @@ func TestFromMySQL(t *testing.T) {
 		{k(KindInt), uint64(7), "7"},
 		{k(KindFloat8), 0.1, "0.1"},
 		{k(KindFloat8), []byte("1e20"), "1e+20"},
-		{k(KindFloat8), []byte("-0"), "-0"},
-		{k(KindFloat8), math.Copysign(0, -1), "-0"},
+		{k(KindFloat8), []byte("-0"), "0"},
+		{k(KindFloat8), math.Copysign(0, -1), "0"},
 		{k(KindFloat4), float32(0.1), "0.1"},
 		{k(KindFloat4), float64(float32(1.17549435e-38)), "1.1754944e-38"}, // CAST(c AS DOUBLE)
 		{k(KindFloat4), []byte("123456.7"), "123456.7"},

@@ -21,8 +21,10 @@ SET extra_float_digits = 3; SET bytea_output = 'hex'; SET client_encoding = 'UTF
 // FromPostgresText.
 func PostgresExpr(col string, t Type, major int) (expr string, ok bool) {
 	switch t.Kind {
-	case KindFloat4, KindFloat8:
-		return col, major >= 12
+	case KindFloat4:
+		return "(" + col + " + 0::pg_catalog.float4)", major >= 12 // -0 + 0 is 0
+	case KindFloat8:
+		return "(" + col + " + 0::pg_catalog.float8)", major >= 12
 	case KindNumeric:
 		return trimScale(col, major), true
 	case KindMoney:

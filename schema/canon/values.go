@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +22,12 @@ func Bool(b bool) string {
 // Int is the form of an integer.
 func Int(i int64) string { return strconv.FormatInt(i, 10) }
 
-// Float is the form of a float8 (bits 64) or float4 (bits 32) value: the
-// shortest decimal that reads back to the same value, laid out as PostgreSQL
-// 12+ prints it: fixed-point for decimal exponents from -4 up to 14 (float4:
-// 5), otherwise d.ddde±XX. The sign of zero is kept: -0 and 0 are different
-// bits, and PostgreSQL keeps them.
+// Float is the form of a float8 (bits 64) or float4 (bits 32) value:
+// PostgreSQL 12+'s output. That is the shortest decimal strictly inside the
+// value's rounding interval (never the exact midpoint to a neighbour, which
+// only reads back under round-half-even), laid out fixed-point for decimal
+// exponents from -4 up to 14 (float4: 5), otherwise d.ddde±XX. -0 is 0: as
+// PostgreSQL's = says, and MySQL and MariaDB cannot hold -0.
 func Float(f float64, bits int) string {
 	switch {
 	case math.IsNaN(f):
@@ -35,20 +37,13 @@ func Float(f float64, bits int) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	case f == 0:
-		if math.Signbit(f) {
-			return "-0"
-		}
 		return "0"
 	}
-	// Shortest digits: d.ddde±x.
-	s := strconv.FormatFloat(f, 'e', -1, bits)
 	sign := ""
-	if s[0] == '-' {
-		sign, s = "-", s[1:]
+	if f < 0 {
+		sign = "-"
 	}
-	e := strings.IndexByte(s, 'e')
-	digits := strings.Replace(s[:e], ".", "", 1)
-	exp, _ := strconv.Atoi(s[e+1:])
+	digits, exp := shortestDigits(math.Abs(f), bits)
 	limit := 15
 	if bits == 32 {
 		limit = 6
@@ -76,6 +71,108 @@ func Float(f float64, bits int) string {
 	default:
 		return sign + digits[:exp+1] + "." + digits[exp+1:]
 	}
+}
+
+// splitE splits strconv's d.ddde±x into its digits and decimal exponent.
+func splitE(s string) (digits string, exp int) {
+	e := strings.IndexByte(s, 'e')
+	exp, _ = strconv.Atoi(s[e+1:])
+	return strings.Replace(s[:e], ".", "", 1), exp
+}
+
+// shortestDigits are the digits and decimal exponent (d.ddd × 10^exp) of
+// the shortest decimal strictly inside the rounding interval of f > 0, the
+// one nearest f among those. strconv's shortest may be a midpoint between
+// f and a neighbour (it reads back to f only by round-half-even); then the
+// next lengths are tried, as PostgreSQL's Ryu (built without
+// STRICTLY_SHORTEST) does.
+func shortestDigits(f float64, bits int) (string, int) {
+	digits, exp := splitE(strconv.FormatFloat(f, 'e', -1, bits))
+	if !isMidpoint(digits, exp, f, bits) {
+		return digits, exp
+	}
+	fb := new(big.Float).SetPrec(256).SetFloat64(f)
+	for p := len(digits); p <= 17; p++ {
+		best, bestDist := "", (*big.Float)(nil)
+		bestExp := 0
+		near := strconv.FormatFloat(f, 'e', p-1, bits) // correctly rounded to p digits
+		nd, ne := splitE(near)
+		for _, step := range []int{0, 1, -1} {
+			cd, ce, ok := stepDigits(nd, ne, step)
+			if !ok || !inside(cd, ce, f, bits) {
+				continue
+			}
+			d := decimalFloat(cd, ce)
+			d.Sub(d, fb).Abs(d)
+			if bestDist == nil || d.Cmp(bestDist) < 0 {
+				best, bestExp, bestDist = cd, ce, d
+			}
+		}
+		if best != "" {
+			return strings.TrimRight(best, "0"), bestExp
+		}
+	}
+	return digits, exp
+}
+
+// stepDigits adds step (±1, or 0) to the last of digits (d.ddd × 10^exp),
+// keeping their number; ok is false when that would change it.
+func stepDigits(digits string, exp, step int) (string, int, bool) {
+	if step == 0 {
+		return digits, exp, true
+	}
+	n, ok := new(big.Int).SetString(digits, 10)
+	if !ok {
+		return "", 0, false
+	}
+	n.Add(n, big.NewInt(int64(step)))
+	s := n.String()
+	if len(s) != len(digits) || s[0] == '0' {
+		return "", 0, false
+	}
+	return s, exp, true
+}
+
+// decimalFloat is d.ddd × 10^exp as a big.Float of ample precision.
+func decimalFloat(digits string, exp int) *big.Float {
+	x, _, err := big.ParseFloat(digits[:1]+"."+digits[1:]+"e"+strconv.Itoa(exp), 10, 256, big.ToNearestEven)
+	if err != nil {
+		return new(big.Float)
+	}
+	return x
+}
+
+// inside reports whether the decimal reads back to f and is no midpoint.
+func inside(digits string, exp int, f float64, bits int) bool {
+	v, err := strconv.ParseFloat(digits[:1]+"."+digits[1:]+"e"+strconv.Itoa(exp), bits)
+	return err == nil && v == f && !isMidpoint(digits, exp, f, bits)
+}
+
+// isMidpoint reports whether the decimal is exactly halfway between f and
+// one of its neighbours (of the given size). A midpoint has at most 55
+// significant bits, so 256 bits hold it exactly; a decimal of at most 17
+// digits that is not one lies too far from it to round onto it.
+func isMidpoint(digits string, exp int, f float64, bits int) bool {
+	x := decimalFloat(digits, exp)
+	var lo, hi float64
+	if bits == 32 {
+		f32 := float32(f)
+		lo, hi = float64(math.Nextafter32(f32, float32(math.Inf(-1)))), float64(math.Nextafter32(f32, float32(math.Inf(1))))
+	} else {
+		lo, hi = math.Nextafter(f, math.Inf(-1)), math.Nextafter(f, math.Inf(1))
+	}
+	for _, n := range []float64{lo, hi} {
+		if math.IsInf(n, 0) {
+			continue
+		}
+		mid := new(big.Float).SetPrec(256).SetFloat64(f)
+		mid.Add(mid, new(big.Float).SetPrec(256).SetFloat64(n))
+		mid.Quo(mid, big.NewFloat(2))
+		if x.Cmp(mid) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // FloatText is the form of a float read as text in any spelling strconv or
