@@ -206,8 +206,31 @@ func TestBuildPlanCanon(t *testing.T) {
 	if p.tgt.Key[0].Canon != mood || !p.src.ByteOrder[0] || !p.tgt.ByteOrder[0] || !p.result.ByteOrder {
 		t.Errorf("key compares as %s, byte order %v/%v; want %s in byte order on both sides", p.tgt.Key[0].Canon, p.src.ByteOrder, p.tgt.ByteOrder, mood)
 	}
+	// A uuid or a text key in a text column orders alike (text: as the
+	// collations say).
+	for _, c := range []struct {
+		kind      canon.Kind
+		collation string
+		want      bool
+	}{{canon.KindUUID, "", false}, {canon.KindText, "libc C", false}, {canon.KindText, "icu und", true}, {canon.KindInt, "", true}} {
+		ss.Columns[0].Canon, ss.Columns[0].Collation = canon.Type{Kind: c.kind}, c.collation
+		if p := buildPlan(tbl, ss, ts, 0, discardLog()); p.src.ByteOrder[0] != c.want {
+			t.Errorf("%s key (%q) in a text column: byte order %v, want %v", c.kind, c.collation, p.src.ByteOrder[0], c.want)
+		}
+	}
 	// The source's own shape is left as it was.
 	if ss.Columns[1].Canon.DoubleNumbers {
 		t.Error("buildPlan changed the source's shape")
+	}
+}
+
+func TestByteOrderIndex(t *testing.T) {
+	key := []Column{{Name: "Code", Collation: "libc en_US.UTF-8/en_US.UTF-8"}, {Name: "mood"}, {Name: "n"}}
+	tbl := TableName{Schema: "s", Name: "t"}
+	if got, want := byteOrderIndex(tbl, key, []bool{true, true, false}), `CREATE INDEX ON "s"."t" ("Code" COLLATE "C", (("mood")::text COLLATE "C"), "n")`; got != want {
+		t.Errorf("byteOrderIndex = %s, want %s", got, want)
+	}
+	if got, want := byteOrderIndex(tbl, key, nil), `CREATE INDEX ON "s"."t" ("Code", "mood", "n")`; got != want {
+		t.Errorf("byteOrderIndex = %s, want %s", got, want)
 	}
 }

@@ -360,12 +360,13 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 	}
 	if keyed {
 		var byteOrder []string
+		textOrder := false // the target orders some key column as text: its own index serves that
 		for _, name := range ss.Key {
 			sc, tc := compareAs(*ss.Column(name), *ts.Column(name))
 			// Byte order where both sides collate and disagree (COLLATE on a
 			// side whose type does not collate would be an error), or where
-			// the target orders the column as its canonical text.
-			bo := sc.Collation != "" && tc.Collation != "" && sc.Collation != tc.Collation || tc.TextOrder
+			// the target orders as text what the source orders otherwise.
+			bo := sc.Collation != "" && tc.Collation != "" && sc.Collation != tc.Collation || tc.TextOrder && !ordersAsText(sc.Canon.Kind)
 			p.src.Key = append(p.src.Key, sc)
 			p.tgt.Key = append(p.tgt.Key, tc)
 			p.src.ByteOrder = append(p.src.ByteOrder, bo)
@@ -373,16 +374,20 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 			if bo {
 				byteOrder = append(byteOrder, fmt.Sprintf("%s (%s on the source, %s on the target)", name, orNone(sc.Collation), orNone(tc.Collation)))
 			}
+			textOrder = textOrder || tc.TextOrder && bo
 		}
 		p.result.Key = slices.Clone(ss.Key)
 		if len(byteOrder) > 0 {
 			p.result.ByteOrder = true
-			log.Warn("key columns sort differently on the source and the target: comparing key ranges in byte order, which the key index cannot serve (each chunk scans the table); for speed, create an index in byte order on both",
-				"table", t.Source.String(), "columns", strings.Join(byteOrder, "; "),
-				"fix", byteOrderIndex(t.Source, ss.Key, p.src.ByteOrder)+"; and the same on the target table "+t.Target.String())
+			fix := byteOrderIndex(t.Source, p.src.Key, p.src.ByteOrder)
+			if !textOrder {
+				fix += "; and the same on the target table " + t.Target.String()
+			}
+			log.Warn("key columns sort differently on the source and the target: comparing key ranges in byte order, which the key index cannot serve (each chunk scans the table); for speed, create an index in byte order",
+				"table", t.Source.String(), "columns", strings.Join(byteOrder, "; "), "fix", fix)
 		} else if !hasIndexPrefix(ts.Indexes, ss.Key) {
 			log.Warn("the target table has no index in the source's key order: each chunk scans the target table",
-				"table", t.Target.String(), "key", strings.Join(ss.Key, ", "), "fix", byteOrderIndex(t.Target, ss.Key, nil))
+				"table", t.Target.String(), "key", strings.Join(ss.Key, ", "), "fix", byteOrderIndex(t.Target, p.tgt.Key, nil))
 		}
 	}
 	p.rows = chunkRows
@@ -405,6 +410,13 @@ func compareAs(sc, tc Column) (Column, Column) {
 	return sc, tc
 }
 
+// ordersAsText reports whether a source column of kind k orders as the
+// bytes of its canonical text (text and char in their collation, which the
+// collations decide; uuid's bytes as its hex).
+func ordersAsText(k canon.Kind) bool {
+	return k == canon.KindText || k == canon.KindChar || k == canon.KindUUID
+}
+
 func orNone(collation string) string {
 	if collation == "" {
 		return "none"
@@ -413,12 +425,17 @@ func orNone(collation string) string {
 }
 
 // byteOrderIndex is the CREATE INDEX that serves key ranges of table in the
-// comparison's order.
-func byteOrderIndex(table TableName, key []string, byteOrder []bool) string {
+// comparison's order: a collatable column in COLLATE "C", another in byte
+// order as its text (pgverify's text order).
+func byteOrderIndex(table TableName, key []Column, byteOrder []bool) string {
 	cols := make([]string, len(key))
 	for i, k := range key {
-		cols[i] = pgquote.Ident(k)
-		if byteOrder != nil && byteOrder[i] {
+		cols[i] = pgquote.Ident(k.Name)
+		switch {
+		case byteOrder == nil || !byteOrder[i]:
+		case k.Collation == "":
+			cols[i] = "((" + cols[i] + `)::text COLLATE "C")`
+		default:
 			cols[i] += ` COLLATE "C"`
 		}
 	}
