@@ -195,8 +195,19 @@ func (n *arrayNode) mapLeaves(f func(string) (string, error)) error {
 // numberElems reports whether DoubleNumbers changes elements of kind k.
 func numberElems(k Kind) bool { return k == KindNumeric || k == KindFloat4 || k == KindFloat8 }
 
-// asDouble is a numeric or float element's text read as a float8.
-func asDouble(s string) (string, error) { return FloatText(s, 64) }
+// asDouble is a numeric or float element's text read as a float8; one no
+// double holds keeps its exact form.
+func asDouble(s string) (string, error) {
+	out, err := FloatText(s, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		d, derr := parseDecimal(s)
+		if derr != nil {
+			return "", err
+		}
+		return d.String(), nil
+	}
+	return out, err
+}
 
 // ArrayText is the form of an array read as PostgreSQL's array text: as is,
 // unless t.DoubleNumbers asks for its numeric and float elements as float8.

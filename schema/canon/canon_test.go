@@ -264,6 +264,7 @@ func TestJSON(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"a":1.50,"b":[1e2,0.1,12345678901234567890]}`, `{"a": 1.5, "b": [100, 0.1, 1.2345678901234567e+19]}`},
 		{`-0`, `0`},
+		{`[1e400]`, `[1` + strings.Repeat("0", 400) + `]`}, // no double holds it: exact
 	} {
 		got, err := JSON(c.in, true)
 		if err != nil || got != c.want {
@@ -291,6 +292,7 @@ func TestArrays(t *testing.T) {
 		{`{1.50,NaN,-Infinity,3}`, Type{Kind: KindArray, Elem: KindNumeric, DoubleNumbers: true}, `{1.5,NaN,-Infinity,3}`},
 		{`{{1.50,2},{NULL,1e-7}}`, Type{Kind: KindArray, Elem: KindFloat8, DoubleNumbers: true}, `{{1.5,2},{NULL,1e-07}}`},
 		{`[0:1]={1.0,2}`, Type{Kind: KindArray, Elem: KindNumeric, DoubleNumbers: true}, `[0:1]={1,2}`},
+		{`{1e400}`, Type{Kind: KindArray, Elem: KindNumeric, DoubleNumbers: true}, `{1` + strings.Repeat("0", 400) + `}`},
 		{`{"a b",c}`, Type{Kind: KindArray, Elem: KindText, DoubleNumbers: true}, `{"a b",c}`},
 	} {
 		got, err := ArrayText(c.in, c.t)

@@ -357,17 +357,19 @@ func (p *jsonParser) number() (*jsonNode, error) {
 }
 
 // numberText is the form of a JSON number: as numeric reads it, or as a
-// float8 with doubles.
+// float8 with doubles when a double holds it.
 func numberText(tok string, doubles bool) (string, error) {
 	if !validJSONNumber(tok) {
 		return "", fmt.Errorf("invalid number %q", tok)
 	}
 	if doubles {
-		f, err := strconv.ParseFloat(tok, 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
+		// A number no double holds keeps its exact form: it differs from
+		// whatever the target has.
+		if f, err := strconv.ParseFloat(tok, 64); err == nil {
+			return Float(f, 64), nil
+		} else if !errors.Is(err, strconv.ErrRange) {
 			return "", fmt.Errorf("number %q: %w", tok, err)
 		}
-		return Float(f, 64), nil
 	}
 	d, err := parseDecimal(tok)
 	if err != nil {
