@@ -91,8 +91,9 @@ type VerifyColumn struct {
 	// Canon is how the column's values compare. Describe sets it when the
 	// column's own type tells; KindUnknown (a MySQL VARCHAR may hold an
 	// enum, inet or interval) takes the source column's. Describe sets
-	// DoubleNumbers where the side keeps JSON numbers as doubles; the source
-	// then compares its column so too.
+	// DoubleNumbers (with the Kind or without) where the side keeps JSON
+	// numbers as doubles (MySQL 8's JSON); both sides then compare the
+	// column's numbers so.
 	Canon canon.Type
 }
 

@@ -182,20 +182,26 @@ func TestBuildPlan(t *testing.T) {
 func TestBuildPlanCanon(t *testing.T) {
 	mood := canon.Type{Kind: canon.KindOther}
 	doc := canon.Type{Kind: canon.KindJSONB}
+	ints := canon.Type{Kind: canon.KindArray, Elem: canon.KindNumeric}
 	ss := &Shape{Identity: 'd', Key: []string{"mood"}, Columns: []Column{
 		{Name: "mood", Type: "public.mood", Canon: mood}, {Name: "doc", Type: "jsonb", Canon: doc}, {Name: "n", Type: "numeric", Canon: canon.Type{Kind: canon.KindNumeric}},
+		{Name: "a", Type: "numeric[]", Canon: ints},
 	}}
 	ts := &Shape{Identity: 'd', Key: []string{"mood"}, Indexes: [][]string{{"mood"}}, Columns: []Column{
 		{Name: "mood", Type: "varchar(255)", Collation: "libc C", TextOrder: true},
 		{Name: "doc", Type: "json", Canon: canon.Type{Kind: canon.KindJSON, DoubleNumbers: true}},
 		{Name: "n", Type: "decimal(65,30)", Canon: canon.Type{Kind: canon.KindNumeric}},
+		{Name: "a", Type: "json", Canon: canon.Type{DoubleNumbers: true}}, // MySQL 8: the form is the source's, numbers as doubles
 	}}
-	tbl := Table{Source: TableName{Schema: "public", Name: "t"}, Target: TableName{Schema: "db", Name: "t"}, Columns: []string{"mood", "doc", "n"}}
+	tbl := Table{Source: TableName{Schema: "public", Name: "t"}, Target: TableName{Schema: "db", Name: "t"}, Columns: []string{"mood", "doc", "n", "a"}}
 	p := buildPlan(tbl, ss, ts, 0, discardLog())
+	intsAsDoubles := ints
+	intsAsDoubles.DoubleNumbers = true
 	want := []struct{ src, tgt canon.Type }{
 		{mood, mood},
 		{canon.Type{Kind: canon.KindJSONB, DoubleNumbers: true}, canon.Type{Kind: canon.KindJSON, DoubleNumbers: true}},
 		{canon.Type{Kind: canon.KindNumeric}, canon.Type{Kind: canon.KindNumeric}},
+		{intsAsDoubles, intsAsDoubles},
 	}
 	for i, w := range want {
 		if p.src.Columns[i].Canon != w.src || p.tgt.Columns[i].Canon != w.tgt {

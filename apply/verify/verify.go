@@ -401,11 +401,12 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 // not tell its canonical form takes the source column's, and the source
 // column compares JSON numbers as doubles where the target keeps them so.
 func compareAs(sc, tc Column) (Column, Column) {
+	doubles := tc.Canon.DoubleNumbers
 	if tc.Canon.Kind == canon.KindUnknown {
 		tc.Canon = sc.Canon
 	}
-	if tc.Canon.DoubleNumbers {
-		sc.Canon.DoubleNumbers = true
+	if doubles {
+		sc.Canon.DoubleNumbers, tc.Canon.DoubleNumbers = true, true
 	}
 	return sc, tc
 }
