@@ -81,6 +81,8 @@ type Stream struct {
 	frames   chan Frame
 	interval time.Duration
 	maxBytes int
+	// publication is the one the stream sends changes through.
+	publication string
 
 	acked    atomic.Uint64
 	received atomic.Uint64
@@ -152,6 +154,7 @@ func newStream(conn *pgconn.PgConn, slot string, start LSN, o StreamOptions) *St
 		now:        time.Now,
 		finishWait: finishTimeout,
 	}
+	s.publication = o.Publication
 	s.acked.Store(uint64(start))
 	s.received.Store(uint64(start))
 	s.reportedFlush = start
@@ -434,7 +437,7 @@ func (s *Stream) loop(ctx context.Context) error {
 			}
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) {
-				return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(err, s.slot))
+				return s.serverError(err)
 			}
 			return fmt.Errorf("source: replication stream on slot %q: receive: %w", s.slot, err)
 		}
@@ -445,16 +448,32 @@ func (s *Stream) loop(ctx context.Context) error {
 				return err
 			}
 		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(pgconn.ErrorResponseToPgError(m), s.slot))
+			return s.serverError(pgconn.ErrorResponseToPgError(m))
 		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
 			// A walsender that shuts down after sending everything ends with
 			// CommandComplete alone (WalSndDone), otherwise with CopyDone.
 			return fmt.Errorf("source: replication stream on slot %q: %w (the server may be shutting down): reconnect and resume", s.slot, ErrStreamEnded)
-		case *pgproto3.NoticeResponse, *pgproto3.ParameterStatus:
+		case *pgproto3.NoticeResponse:
+			if publicationSkipped(m) {
+				// The change is lost to the stream: nothing from it on may
+				// be acknowledged as applied.
+				return fmt.Errorf("source: replication stream: %w", &PublicationDroppedError{Publication: s.publication, Slot: s.slot,
+					Err: errors.New(m.Message)})
+			}
+		case *pgproto3.ParameterStatus:
 		default:
 			return fmt.Errorf("source: replication stream on slot %q: unexpected %T", s.slot, msg)
 		}
 	}
+}
+
+// serverError is the error of an ErrorResponse the walsender ended the
+// stream with.
+func (s *Stream) serverError(err error) error {
+	if publicationMissing(err) {
+		return fmt.Errorf("source: replication stream: %w", &PublicationDroppedError{Publication: s.publication, Slot: s.slot, Err: err})
+	}
+	return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(err, s.slot))
 }
 
 // prepareRead readies the next socket read: it reports the acked position

@@ -442,6 +442,34 @@ func TestStreamEndsOnServerErrorAndCopyDone(t *testing.T) {
 			t.Fatal("Run did not return on a server error")
 		}
 	})
+	// The publication missing at a change (dropped under the slot): 17 and
+	// older end the stream with an error, 18 skips the change with a
+	// warning. Either way the slot cannot send it: the stream ends saying
+	// that only a new copy gets past it.
+	for name, msg := range map[string]pgproto3.BackendMessage{
+		"publication error": &pgproto3.ErrorResponse{Severity: "ERROR", Code: "42704", Message: `publication "pub" does not exist`,
+			Where: "slot \"slot_a\", output plugin \"pgoutput\", in the change callback"},
+		"publication warning": &pgproto3.NoticeResponse{Severity: "WARNING", Code: "42704", Message: `skipped loading publication "pub"`,
+			Detail: "The publication does not exist at this point in the WAL.", Hint: "Create the publication if it does not exist."},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeWalsender{}
+			_, s := startFake(t, f, 0, StreamOptions{Publication: "pub", StatusInterval: time.Hour})
+			<-f.queries
+			_, done := runStream(t, s)
+			f.send(&pgproto3.NoticeResponse{Severity: "NOTICE", Message: "something else"})
+			f.send(msg)
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrPublicationDropped) || !errors.Is(err, ErrPublicationMissing) ||
+					!strings.Contains(err.Error(), `publication "pub" is missing for slot "slot_a"`) || !strings.Contains(err.Error(), "PGRELAY_SNAPSHOT=always") {
+					t.Fatalf("Run = %v, want ErrPublicationDropped naming the publication, the slot and PGRELAY_SNAPSHOT=always", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("Run did not return on %T", msg)
+			}
+		})
+	}
 	for name, end := range map[string]pgproto3.BackendMessage{
 		"copydone":        &pgproto3.CopyDone{},
 		"commandcomplete": &pgproto3.CommandComplete{CommandTag: []byte("COPY 0")}, // a walsender's shutdown

@@ -130,7 +130,7 @@ func (s *notifySettings) validate() []error {
 // passwords, the webhook secret, and what of each webhook URL may be a
 // credential.
 func (c *Config) secrets() []string {
-	out := []string{passwordOf(c.SourceURL), passwordOf(c.TargetURL), c.Notify.WebhookSecret}
+	out := []string{c.Notify.WebhookSecret}
 	for _, u := range c.Notify.WebhookURLs {
 		out = append(out, notify.URLSecrets(u)...)
 	}

@@ -138,9 +138,8 @@ func TestWebhookSecretsNeverPrinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cfg.Validate(needSource)
-	secrets := cfg.secrets()
 	var logBuf bytes.Buffer
-	log := newLogger(&logBuf, "text", "info", secrets)
+	log := newLogger(&logBuf, "text", "info", newRedactor(os.LookupEnv, cfg))
 	log.Warn("webhook delivery failed", "error", errString(`Post "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX": EOF`),
 		"note", "secret whsec-signing-key, password b0t-pass, token XXXXXXXXXXXXXXXXXXXXXXXX")
 	for _, leak := range []string{"XXXXXXXXXXXXXXXXXXXXXXXX", "whsec-signing-key", "b0t-pass", "hunter22"} {
