@@ -277,6 +277,8 @@ var settingTypes = map[string]struct {
 	keyLagAlert:       {numberSetting, "a size such as 1GB or a duration such as 5m"},
 	keySlotWALAlert:   {numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
 	keyPreparedAlert:  {durationSetting, "a duration, e.g. 10m"},
+	keySchema:         {textSetting, "tables or all"},
+	keySchemaGrants:   {boolSetting, "true or false"},
 }
 
 // fileValueFits tells whether a config file's value val can be read as
