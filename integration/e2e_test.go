@@ -109,13 +109,12 @@ func testE2EMigrateConnections(t *testing.T, major int) {
 		return v
 	}
 	idle := func(pg *harness.PG) {
-		deadline := time.Now().Add(time.Minute)
-		for pg.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()") != "0" {
-			if time.Now().After(deadline) {
-				t.Fatalf("sessions of database %s did not end", pg.DB)
+		harness.Eventually(t, time.Minute, "the sessions of database "+pg.DB+" to end", func() error {
+			if n := pg.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()"); n != "0" {
+				return fmt.Errorf("%s other sessions", n)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	idle(e.src)
 	idle(e.tgt)
@@ -375,6 +374,13 @@ func e2eStartWriter(t testing.TB, pg *harness.PG, rng *rand.Rand, nextID int) *e
 		<-w.done
 	})
 	return w
+}
+
+// committed is how many transactions the writer has committed so far.
+func (w *e2eWriter) committed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.txns
 }
 
 // stop ends the writer and returns how many transactions it committed.
@@ -1114,14 +1120,13 @@ func TestE2EPreparedAcrossSlotCreation(t *testing.T) {
 	// to end: the walsender creating the slot.
 	waitedFor := func(gid string) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for e.src.QueryString(t, `SELECT count(*) FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_prepared_xacts p ON l.transactionid = p.transaction
-			WHERE p.gid = $1 AND l.locktype = 'transactionid' AND NOT l.granted`, gid) == "0" {
-			if time.Now().After(deadline) {
-				t.Fatalf("nothing waits for prepared transaction %s", gid)
+		harness.Eventually(t, time.Minute, "a session to wait for prepared transaction "+gid, func() error {
+			if e.src.QueryString(t, `SELECT count(*) FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_prepared_xacts p ON l.transactionid = p.transaction
+				WHERE p.gid = $1 AND l.locktype = 'transactionid' AND NOT l.granted`, gid) == "0" {
+				return errors.New("nothing waits for it")
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	p := e.start("migrate")
 	waitedFor("pc_a")
@@ -1768,13 +1773,7 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	// is pa2's PREPARE.
 	before := e2eLSN(t, "WAL position", e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text"))
 	prepare("pa2", "ALTER TABLE pa ADD COLUMN e numeric DEFAULT 1.50", "DELETE FROM pa WHERE id = 2")
-	deadline := time.Now().Add(time.Minute)
-	for e2eConfirmed(t, e) <= before {
-		if time.Now().After(deadline) {
-			t.Fatalf("the slot's confirmed_flush_lsn %s did not pass the PREPARE after %s", e2eConfirmed(t, e), before)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e2eAwaitConfirmedPast(t, e, before, "the PREPARE")
 	p.kill()
 	e.src.Exec(t, "COMMIT PREPARED 'pa2'")
 	p = e.start("replicate")
@@ -1793,11 +1792,7 @@ func testE2EPreparedAddColumn(t *testing.T, major int) {
 	// it: the fill value is the renamed table's, found by its OID.
 	before = e2eLSN(t, "WAL position", e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text"))
 	prepare("pa4", "ALTER TABLE pa ADD COLUMN g2 text DEFAULT 'g2'", "UPDATE pa SET v = 'pa4' WHERE id = 4")
-	for deadline := time.Now().Add(time.Minute); e2eConfirmed(t, e) <= before; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the slot's confirmed_flush_lsn %s did not pass the PREPARE after %s", e2eConfirmed(t, e), before)
-		}
-	}
+	e2eAwaitConfirmedPast(t, e, before, "the PREPARE")
 	p.kill()
 	e.src.Exec(t, "COMMIT PREPARED 'pa4'")
 	e.src.Exec(t, "ALTER TABLE pa RENAME TO pa_r; UPDATE pa_r SET v = 'r' WHERE id = 5")
@@ -2110,12 +2105,16 @@ func TestE2EReplicateSignalDuringCopy(t *testing.T) {
 	e.src.Exec(t, `CREATE TABLE sig_big (id int PRIMARY KEY, pad text);
 		INSERT INTO sig_big SELECT g, repeat('x', 200) FROM generate_series(1, 1000000) g`)
 	p := e.start("replicate")
-	deadline := time.Now().Add(2 * time.Minute)
-	for e.tgt.QueryString(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'COPY %sig_big%'") == "0" {
-		if time.Now().After(deadline) || p.exited() {
-			t.Fatalf("the copy of sig_big never showed on the target; log:\n%s", p.logs())
+	if err := harness.Await(2*time.Minute, 20*time.Millisecond, "the copy of sig_big on the target", func() error {
+		if e.tgt.QueryString(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'COPY %sig_big%'") != "0" {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		if p.exited() {
+			return harness.Abort(fmt.Errorf("replicate exited (%v)", p.err))
+		}
+		return errors.New("no COPY runs")
+	}); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.logs())
 	}
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM during the copy, want 0; log:\n%s", code, p.logs())
@@ -2641,16 +2640,21 @@ func TestE2ESourceCrashDuringCopy(t *testing.T) {
 		INSERT INTO sc_big SELECT g, repeat('x', 200) FROM generate_series(1, 1500000) g;
 		CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
 	p := e.start("migrate")
-	for deadline := time.Now().Add(2 * time.Minute); !p.exited() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if e.src.QueryString(t, "SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT%' AND state = 'active'") == "t" {
-			break
+	if err := harness.Await(2*time.Minute, 5*time.Millisecond, "the copy to run on the source", func() error {
+		if p.exited() {
+			return harness.Abort(fmt.Errorf("migrate ended (%v) before the copy could be interrupted", p.err))
 		}
-	}
-	if p.exited() {
-		t.Fatalf("migrate ended before the copy could be interrupted; log:\n%s", p.logs())
+		if e.src.QueryString(t, "SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT%' AND state = 'active'") != "t" {
+			return errors.New("no COPY runs")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.logs())
 	}
 	e.src.Crash(t)
-	time.Sleep(2 * time.Second)
+	// Down until migrate has found it gone and waits to retry (it used to
+	// exit 1 at once).
+	p.waitLog(t, "will retry", 2*time.Minute)
 	e.src.Start(t)
 	if code := p.wait(t, 5*time.Minute); code != 0 {
 		t.Fatalf("migrate exited %d after the source came back, want 0; log:\n%s", code, p.logs())
@@ -2693,7 +2697,7 @@ func TestE2EStatusLagSecondsAfterIdleCatchUp(t *testing.T) {
 	e := e2ePair(t, harness.Majors()[0])
 	e.src.Exec(t, `CREATE TABLE ls_t (id int PRIMARY KEY); CREATE PUBLICATION `+e.pub+` FOR ALL TABLES`)
 	e.mustRun(3*time.Minute, "migrate")
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the time the target falls behind, which status must show
 	e.src.Exec(t, "INSERT INTO ls_t VALUES (1)")
 	st, raw := e.status(t)
 	if st.LagBytes <= 0 || st.LagSeconds < 2 || st.LastCommitTime == nil {
@@ -2809,10 +2813,7 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 	watched.extra = append(slices.Clone(e.extra), "PGRELAY_PUBLICATION_CHECK_INTERVAL=1s")
 	p = watched.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
-	time.Sleep(3 * time.Second) // checks that find nothing keep it running
-	if p.exited() {
-		t.Fatalf("replicate exited %d with the publication unchanged; log:\n%s", p.code(), p.logs())
-	}
+	e2eAwaitPublicationChecks(t, e, p, 2) // checks that find nothing keep it running
 	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" SET TABLE pc_parts, pc_f WHERE (k > 2)")
 	if code := p.wait(t, time.Minute); code == 0 || !strings.Contains(p.logs(), "public.pc_f (copied with filter: (k > 6); column list: none; now filter: (k > 2); column list: none)") {
 		t.Errorf("replicate exited %d after the row filter changed while it ran, want 1 naming the change; log:\n%s", code, p.logs())
@@ -3109,9 +3110,12 @@ func TestE2EPreparedDecodedAfterLaterDDL(t *testing.T) {
 		_, err := alterer.Exec(ctx, "ALTER TABLE pld ALTER COLUMN b TYPE bigint, ALTER COLUMN a SET DEFAULT 5")
 		altered <- err
 	}()
-	for e.src.QueryString(t, "SELECT count(*) FROM pg_locks WHERE relation = 'pld'::regclass AND NOT granted") == "0" {
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.Eventually(t, time.Minute, "the ALTER TABLE to queue behind the prepared transaction", func() error {
+		if e.src.QueryString(t, "SELECT count(*) FROM pg_locks WHERE relation = 'pld'::regclass AND NOT granted") == "0" {
+			return errors.New("no lock on pld is waited for")
+		}
+		return nil
+	})
 	e.src.Exec(t, "COMMIT PREPARED 'pld_p'")
 	if err := <-altered; err != nil {
 		t.Fatal(err)

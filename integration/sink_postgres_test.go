@@ -681,11 +681,17 @@ func TestSinkPostgresEmpty(t *testing.T) {
 	}
 	emptied := make(chan error, 1)
 	go func() { emptied <- s.Empty(ctx, tb) }()
-	select {
-	case err := <-emptied:
-		t.Fatalf("Empty returned (%v) while a load into the table was open", err)
-	case <-time.After(500 * time.Millisecond):
-	}
+	harness.Eventually(t, 30*time.Second, "Empty to wait for the open load's lock", func() error {
+		select {
+		case err := <-emptied:
+			return harness.Abort(fmt.Errorf("Empty returned (%v) while a load into the table was open", err))
+		default:
+		}
+		if n := pg.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = 'public.clean'::regclass AND NOT granted"); n == "0" {
+			return errors.New("nothing waits for a lock on public.clean")
+		}
+		return nil
+	})
 	if _, err := other.Exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
@@ -808,12 +814,13 @@ func TestSinkPostgresBulkConnections(t *testing.T) {
 	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("not a number\tx\t\\N\n")); err == nil {
 		t.Fatal("a bad row loaded")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for loaders() != "" && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := loaders(); got != "" {
-		t.Errorf("the session of a failed load is kept: %s", got)
+	if err := harness.Await(10*time.Second, 50*time.Millisecond, "the session of a failed load to end", func() error {
+		if got := loaders(); got != "" {
+			return fmt.Errorf("loading session %s", got)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("the session of a failed load is kept: %v", err)
 	}
 	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("5\tx\t\\N\n")); err != nil {
 		t.Fatal(err)
@@ -1816,12 +1823,13 @@ func TestSinkPostgresPrimaryKeyLocks(t *testing.T) {
 	}
 	added := make(chan error, 1)
 	go func() { added <- s.AddPrimaryKey(ctx, keyed("id")("held")) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "waiting for a lock on a target table") {
-		if time.Now().After(deadline) {
-			t.Fatalf("AddPrimaryKey did not say it waits for the lock:\n%s", logs.String())
+	if err := harness.Await(30*time.Second, 50*time.Millisecond, "AddPrimaryKey to say it waits for the lock", func() error {
+		if !strings.Contains(logs.String(), "waiting for a lock on a target table") {
+			return errors.New("no such log line")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, logs.String())
 	}
 	select {
 	case err := <-added:
@@ -1910,12 +1918,13 @@ func TestSinkPostgresLockWatch(t *testing.T) {
 		go func() {
 			done <- pgApply(t, s, at, sinktest.Ins(tb, at, sinktest.Row(sinktest.T(id), sinktest.N(), sinktest.N())))
 		}()
-		deadline := time.Now().Add(30 * time.Second)
-		for !logHas(logs.String(), c.want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no log line with %q after 30 s:\n%s", c.name, c.want, logs.String())
+		if err := harness.Await(30*time.Second, 50*time.Millisecond, fmt.Sprintf("%s: a log line with %q", c.name, c.want), func() error {
+			if !logHas(logs.String(), c.want) {
+				return errors.New("none")
 			}
-			time.Sleep(50 * time.Millisecond)
+			return nil
+		}); err != nil {
+			t.Fatalf("%v:\n%s", err, logs.String())
 		}
 		select {
 		case err := <-done:
@@ -1952,12 +1961,13 @@ func TestSinkPostgresLockWatch(t *testing.T) {
 		copied <- err
 	}()
 	want := []string{"level=WARN", "waiting for a lock", `application \"locker\"`, "watched"}
-	deadline := time.Now().Add(30 * time.Second)
-	for !logHas(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("copy: no log line with %q after 30 s:\n%s", want, logs.String())
+	if err := harness.Await(30*time.Second, 50*time.Millisecond, fmt.Sprintf("copy: a log line with %q", want), func() error {
+		if !logHas(logs.String(), want) {
+			return errors.New("none")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, logs.String())
 	}
 	if _, err := holder.Exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
