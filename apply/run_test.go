@@ -23,6 +23,9 @@ type fakeStream struct {
 	frames   chan source.Frame
 	sink     *applytest.Sink
 	received atomic.Uint64
+	// idleLooks counts Received calls with no frame waiting: Run's idle
+	// ticks once it has taken every frame handed to it.
+	idleLooks atomic.Int64
 
 	mu       sync.Mutex
 	acks     []source.LSN
@@ -34,7 +37,13 @@ func newFakeStream(s *applytest.Sink) *fakeStream {
 }
 
 func (f *fakeStream) Frames() <-chan source.Frame { return f.frames }
-func (f *fakeStream) Received() source.LSN        { return source.LSN(f.received.Load()) }
+
+func (f *fakeStream) Received() source.LSN {
+	if len(f.frames) == 0 {
+		f.idleLooks.Add(1)
+	}
+	return source.LSN(f.received.Load())
+}
 
 func (f *fakeStream) Ack(lsn source.LSN) {
 	f.mu.Lock()
@@ -128,8 +137,9 @@ func TestRunAcksOnlyWhatIsDurable(t *testing.T) {
 	go func() { done <- Run(ctx, stream, dec, a) }()
 
 	// Idle inside transaction 3: transactions 1 and 2 share a target commit
-	// that cannot happen before 3 ends, so nothing is acknowledged.
-	time.Sleep(100 * time.Millisecond)
+	// that cannot happen before 3 ends, so nothing is acknowledged. Run
+	// acknowledges after each tick, before the next one looks.
+	waitFor(t, "two idle ticks", func() bool { return stream.idleLooks.Load() >= 2 })
 	if got := stream.lastAck(); got != 0 {
 		t.Fatalf("acked %s with a source transaction half applied to the group", got)
 	}
