@@ -336,7 +336,7 @@ func TestSinkPostgresFullIdentityTypes(t *testing.T) {
 	mustApply(t, s, 30, sinktest.Del(tb, 21, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)")))
 	wantQuery(t, pg, "2", `SELECT count(*) FROM public.full_types`)
 	err := pgApply(t, s, 40, sinktest.Del(tb, 31, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)")))
-	if !errors.Is(err, postgres.ErrRowNotFound) || !strings.Contains(err.Error(), `"public"."full_types"`) {
+	if !errors.Is(err, sink.ErrRowNotFound) || !strings.Contains(err.Error(), `"public"."full_types"`) {
 		t.Fatalf("deleting a missing row: %v", err)
 	}
 }
@@ -623,15 +623,15 @@ func TestSinkPostgresSeedStore(t *testing.T) {
 	if err := store.StartSeed(ctx, "b", 0x1000); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Teardown(ctx, "a"); err != nil {
+	if err := s.Teardown(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	wantQuery(t, pg, "b", "SELECT string_agg(slot, ',') FROM pgrelay.seed")
-	if err := store.Teardown(ctx, "b"); err != nil {
+	if err := s.Teardown(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	wantQuery(t, pg, "f", "SELECT to_regnamespace('pgrelay') IS NOT NULL")
-	if err := store.Teardown(ctx, "b"); err != nil {
+	if err := s.Teardown(ctx, "b"); err != nil {
 		t.Fatalf("Teardown twice: %v", err)
 	}
 }
@@ -1499,11 +1499,11 @@ func TestSinkPostgresCommitAsync(t *testing.T) {
 	}
 	asyncCommit(4000, chs...)
 	// The next transaction queues, and fails with the commit before it.
-	if err := pgApply(t, s, 4500, sinktest.Upd(tb, 4100, sinktest.Row(T("2"), T("c"), N()))); !errors.Is(err, postgres.ErrRowNotFound) {
+	if err := pgApply(t, s, 4500, sinktest.Upd(tb, 4100, sinktest.Row(T("2"), T("c"), N()))); !errors.Is(err, sink.ErrRowNotFound) {
 		t.Fatalf("a transaction after a failed outstanding commit: %v, want the commit's error", err)
 	}
 	err := s.Settle(ctx)
-	if !errors.Is(err, postgres.ErrRowNotFound) || !strings.Contains(err.Error(), "777") || !strings.Contains(err.Error(), source.LSN(3017).String()) {
+	if !errors.Is(err, sink.ErrRowNotFound) || !strings.Contains(err.Error(), "777") || !strings.Contains(err.Error(), source.LSN(3017).String()) {
 		t.Fatalf("Settle: %v, want the missing row 777 at %s", err, source.LSN(3017))
 	}
 	wantQuery(t, pg, "0", "SELECT count(*) FROM public.async_items WHERE name = 'c'")

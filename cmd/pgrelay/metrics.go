@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgrelay/pgrelay/apply"
+	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -30,14 +31,14 @@ type monitor struct {
 	failures atomic.Int64
 	// base holds the counters of sinks of ended sessions, so the totals stay
 	// monotonic across retries.
-	base     atomic.Pointer[postgres.Stats]
+	base     atomic.Pointer[sink.Stats]
 	lastErr  atomic.Pointer[string]
 	streamOK atomic.Bool
 }
 
 func newMonitor() *monitor {
 	m := &monitor{}
-	m.base.Store(&postgres.Stats{})
+	m.base.Store(&sink.Stats{})
 	return m
 }
 
@@ -48,7 +49,7 @@ func (m *monitor) sessionEnded(err error) {
 	m.streamOK.Store(false)
 	if s := m.sink.Swap(nil); s != nil {
 		st, b := s.Stats(), *m.base.Load()
-		m.base.Store(&postgres.Stats{Batches: b.Batches + st.Batches, Statements: b.Statements + st.Statements, CopyRuns: b.CopyRuns + st.CopyRuns, CopyRows: b.CopyRows + st.CopyRows})
+		m.base.Store(&sink.Stats{Batches: b.Batches + st.Batches, Statements: b.Statements + st.Statements, CopyRuns: b.CopyRuns + st.CopyRuns, CopyRows: b.CopyRows + st.CopyRows})
 	}
 	m.applier.Store(nil)
 	m.stream.Store(nil)
@@ -59,7 +60,7 @@ func (m *monitor) sessionEnded(err error) {
 	}
 }
 
-func (m *monitor) sinkStats() postgres.Stats {
+func (m *monitor) sinkStats() sink.Stats {
 	b := *m.base.Load()
 	if s := m.sink.Load(); s != nil {
 		st := s.Stats()

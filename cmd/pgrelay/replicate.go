@@ -23,7 +23,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgrelay/pgrelay/apply"
-	"github.com/pgrelay/pgrelay/apply/snapshot"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/postgres"
@@ -41,10 +40,8 @@ const migrateAttempts = 5
 
 // target is what replicate and migrate need of a sink.
 type target interface {
-	snapshot.Target
+	sink.Target
 	CanPrepare() bool
-	// Progress reads the stored position without changing anything.
-	Progress(ctx context.Context, slot string) (sink.Progress, error)
 }
 
 func runReplicate(ctx context.Context, e *env, _ []string) error { return relay(ctx, e, false) }
@@ -134,7 +131,7 @@ func (e *env) interrupted(migrate, streamed bool) error {
 // value it cannot take or a constraint the row breaks (SQLSTATE classes 22 and
 // 23), which only a person can settle.
 func refusedHint(err error) error {
-	var ce *postgres.ChangeError
+	var ce *sink.ChangeError
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &ce) || !errors.As(err, &pgErr) || !(strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
 		return err

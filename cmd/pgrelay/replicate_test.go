@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -70,7 +69,7 @@ func TestShapeDiffers(t *testing.T) {
 // 22 and 23) says what to do; other errors are left as they are.
 func TestRefusedHint(t *testing.T) {
 	change := func(code string) error {
-		return fmt.Errorf("apply: commit of 1 source transaction: %w", &postgres.ChangeError{Op: "copy into", Table: `"public"."t"`, LSN: 0x10,
+		return fmt.Errorf("apply: commit of 1 source transaction: %w", &sink.ChangeError{Op: "copy into", Table: `"public"."t"`, LSN: 0x10,
 			Err: &pgconn.PgError{Code: code, Message: "refused"}})
 	}
 	for _, c := range []struct {
@@ -84,7 +83,7 @@ func TestRefusedHint(t *testing.T) {
 		{"connection", change("08006"), false},
 		{"permission", change("42501"), false},
 		{"not a change", &pgconn.PgError{Code: "23505", Message: "refused"}, false},
-		{"copied row", fmt.Errorf("snapshot: copy public.t into the target: %w", &postgres.ChangeError{Op: "copy (input line 3) into", Table: `"public"."t"`,
+		{"copied row", fmt.Errorf("snapshot: copy public.t into the target: %w", &sink.ChangeError{Op: "copy (input line 3) into", Table: `"public"."t"`,
 			Err: &pgconn.PgError{Code: "23505", Message: "refused"}}), true},
 	} {
 		got := refusedHint(c.err)
