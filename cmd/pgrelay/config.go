@@ -7,17 +7,15 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/viper"
 
+	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
-	"github.com/pgrelay/pgrelay/source"
 )
 
 // envPrefix is the prefix of every environment variable pgrelay reads.
@@ -75,46 +73,17 @@ var settingDefaults = []struct{ key, def string }{
 func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
 
 // Config is pgrelay's configuration, filled from the environment and an optional
-// config file. Validate checks it and applies defaults to empty fields.
+// config file: the relay's (apply/relay), and what cmd uses itself. Validate
+// checks it and applies defaults to empty fields.
 type Config struct {
-	SourceURL   string
+	relay.Config
 	TargetURL   string
-	Slot        string
-	Publication string
-	Tables      []string // schema.table entries; empty means every table
-	Snapshot    string   // auto, always, never
-	TwoPhase    string   // auto, on, off
-	Streaming   string   // auto, on, off, parallel
-	LogFormat   string   // text, json
-	LogLevel    string   // debug, info, warn, error
-	MetricsAddr string   // host:port, empty = off
-
-	// StatusInterval is how often a standby status update is sent to the source
-	// when nothing else prompts one (PGRELAY_STATUS_INTERVAL).
-	StatusInterval time.Duration
-	// TailBinary asks the source for binary column values in `pgrelay tail`
-	// (PGRELAY_TAIL_BINARY).
-	TailBinary bool
-	// CopyWorkers is how many tables or table ranges the snapshot copies at
-	// once (PGRELAY_COPY_WORKERS; 0 = the number of CPUs).
-	CopyWorkers int
+	LogFormat   string // text, json
+	LogLevel    string // debug, info, warn, error
+	MetricsAddr string // host:port, empty = off
 	// KeepOrder applies each target transaction's changes in source order
-	// instead of table by table (PGRELAY_KEEP_ORDER).
+	// instead of table by table (PGRELAY_KEEP_ORDER), a sink option.
 	KeepOrder bool
-	// VerifyChunkRows is the rows per chunk `pgrelay verify` compares
-	// (PGRELAY_VERIFY_CHUNK_ROWS; 0 = chosen per table).
-	VerifyChunkRows int64
-	// VerifyWait bounds how long `pgrelay verify` waits, per differing chunk,
-	// for a running replica to apply past the source's position
-	// (PGRELAY_VERIFY_WAIT).
-	VerifyWait time.Duration
-	// SpillDir is where transactions larger than the memory bound are spilled
-	// (PGRELAY_SPILL_DIR; empty = $TMPDIR/pgrelay-spill).
-	SpillDir string
-	// PublicationCheck is how often replicate compares what the publication
-	// publishes of each copied table with what was copied
-	// (PGRELAY_PUBLICATION_CHECK_INTERVAL; 0 = only at start).
-	PublicationCheck time.Duration
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -236,18 +205,20 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", envName(keyTables), err)
 	}
 	return &Config{
-		SourceURL:         socketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
+		Config: relay.Config{
+			SourceURL:   socketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
+			Slot:        strings.TrimSpace(v.GetString(keySlot)),
+			Publication: strings.TrimSpace(v.GetString(keyPublication)),
+			Tables:      tables,
+			Snapshot:    v.GetString(keySnapshot),
+			TwoPhase:    v.GetString(keyTwoPhase),
+			Streaming:   v.GetString(keyStreaming),
+			SpillDir:    strings.TrimSpace(v.GetString(keySpillDir)),
+		},
 		TargetURL:         socketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
-		Slot:              strings.TrimSpace(v.GetString(keySlot)),
-		Publication:       strings.TrimSpace(v.GetString(keyPublication)),
-		Tables:            tables,
-		Snapshot:          v.GetString(keySnapshot),
-		TwoPhase:          v.GetString(keyTwoPhase),
-		Streaming:         v.GetString(keyStreaming),
 		LogFormat:         v.GetString(keyLogFormat),
 		LogLevel:          v.GetString(keyLogLevel),
 		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
-		SpillDir:          strings.TrimSpace(v.GetString(keySpillDir)),
 		rawStatusInterval: v.GetString(keyStatusInterval),
 		rawTailBinary:     v.GetString(keyTailBinary),
 		rawCopyWorkers:    v.GetString(keyCopyWorkers),
@@ -307,129 +278,119 @@ func splitOutsideQuotes(s string) []string {
 	return append(parts, s[start:])
 }
 
-// slotNameRE is what the server accepts as a slot name. Publication names
-// follow the same rule: pgoutput folds publication_names to lower case, so a
-// name with capitals could never be found.
-var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
+// validationOrder is the order Validate reports bad settings in.
+var validationOrder = []string{keySourceURL, keyTargetURL, keySlot, keyPublication, keyTables, keySnapshot, keyTwoPhase, keyStreaming,
+	keyLogFormat, keyLogLevel, keyMetricsAddr, keyStatusInterval, keyTailBinary, keyKeepOrder, keyCopyWorkers, keyVerifyChunk, keyVerifyWait, keyPubCheck}
 
 // Validate applies defaults to empty fields and checks every setting, returning
-// the first problem as one line naming the variable and what is expected. The
-// URLs are required only as n says; a URL that is set is always checked.
+// the problems as one line naming each variable and what is expected. The
+// URLs are required only as n says; a URL that is set is always checked. The
+// relay's settings are checked by relay.Config.Validate, whose setting keys
+// are these; a number or duration that does not parse reaches it as -1, out
+// of every range, and its error quotes what the user wrote.
 func (c *Config) Validate(n need) error {
-	// Every bad setting is reported, not only the first.
-	var errs []error
+	var errs []keyedError
 	def := func(field *string, key string) {
 		*field = strings.ToLower(strings.TrimSpace(*field))
 		if *field == "" {
 			*field = defaultOf(key)
 		}
 	}
-	def(&c.Snapshot, keySnapshot)
-	def(&c.TwoPhase, keyTwoPhase)
-	def(&c.Streaming, keyStreaming)
 	def(&c.LogFormat, keyLogFormat)
 	def(&c.LogLevel, keyLogLevel)
-	if c.Slot == "" {
-		c.Slot = defaultOf(keySlot)
-	}
-	if c.Publication == "" {
-		c.Publication = defaultOf(keyPublication)
-	}
 
-	if c.SourceURL == "" {
-		if n&needSource != 0 {
-			errs = append(errs, fmt.Errorf("%s is required: set it to the source PostgreSQL URL, e.g. postgres://user@host:5432/db", envName(keySourceURL)))
+	if c.SourceURL != "" {
+		if err := checkSourceURL(c.SourceURL); err != nil {
+			errs = add(errs, keySourceURL, err)
 		}
-	} else if err := checkSourceURL(c.SourceURL); err != nil {
-		errs = append(errs, err)
 	}
 	if c.TargetURL == "" {
 		if n&needTarget != 0 {
-			errs = append(errs, fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL)))
+			errs = add(errs, keyTargetURL, fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL)))
 		}
 	} else if err := checkTargetURL(c.TargetURL); err != nil {
-		errs = append(errs, err)
-	}
-	if !slotNameRE.MatchString(c.Slot) {
-		errs = append(errs, fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keySlot), c.Slot))
-	}
-	if !slotNameRE.MatchString(c.Publication) {
-		errs = append(errs, fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keyPublication), c.Publication))
-	}
-	for _, t := range c.Tables {
-		if _, _, err := source.SplitTableName(t); err != nil {
-			errs = append(errs, fmt.Errorf("%s entry %q: expected schema.table, e.g. public.orders (quote a name with capitals or dots: public.\"Orders\")", envName(keyTables), t))
-		}
-	}
-	if err := oneOf(keySnapshot, c.Snapshot, "auto", "always", "never"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := oneOf(keyTwoPhase, c.TwoPhase, "auto", "on", "off"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := oneOf(keyStreaming, c.Streaming, "auto", "on", "off", "parallel"); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyTargetURL, err)
 	}
 	if err := oneOf(keyLogFormat, c.LogFormat, "text", "json"); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyLogFormat, err)
 	}
 	if err := oneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyLogLevel, err)
 	}
 	if c.MetricsAddr != "" {
 		host, port, err := net.SplitHostPort(c.MetricsAddr)
 		p, perr := strconv.ParseUint(port, 10, 16)
 		if err != nil || perr != nil || (p == 0 && port != "0") || strings.ContainsAny(host, " /") {
-			errs = append(errs, fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr))
+			errs = add(errs, keyMetricsAddr, fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr))
 		}
 	}
-
-	raw := orDefault(c.rawStatusInterval, keyStatusInterval)
-	d, err := time.ParseDuration(raw)
-	if err != nil || d < 100*time.Millisecond || d > time.Hour {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a duration between 100ms and 1h, e.g. 10s", envName(keyStatusInterval), c.rawStatusInterval))
-	}
-	c.StatusInterval = d
-
+	var err error
 	if c.TailBinary, err = parseBool(keyTailBinary, c.rawTailBinary); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyTailBinary, err)
 	}
 	if c.KeepOrder, err = parseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyKeepOrder, err)
 	}
-
-	raw = orDefault(c.rawCopyWorkers, keyCopyWorkers)
-	w, err := strconv.Atoi(raw)
-	if err != nil || w < 0 || w > 256 {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers))
+	duration := func(key, raw string) time.Duration {
+		d, err := time.ParseDuration(orDefault(raw, key))
+		if err != nil {
+			return -1
+		}
+		return d
 	}
-	c.CopyWorkers = w
-
-	raw = orDefault(c.rawVerifyChunk, keyVerifyChunk)
-	rows, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || rows < 0 || rows > 10_000_000 {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table", envName(keyVerifyChunk), c.rawVerifyChunk))
+	number := func(key, raw string) int64 {
+		i, err := strconv.ParseInt(orDefault(raw, key), 10, 64)
+		if err != nil {
+			return -1
+		}
+		return i
 	}
-	c.VerifyChunkRows = rows
-
-	raw = orDefault(c.rawVerifyWait, keyVerifyWait)
-	if d, err = time.ParseDuration(raw); err != nil || d < 0 || d > time.Hour {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait))
+	c.StatusInterval = duration(keyStatusInterval, c.rawStatusInterval)
+	c.CopyWorkers = int(number(keyCopyWorkers, c.rawCopyWorkers))
+	c.VerifyChunkRows = number(keyVerifyChunk, c.rawVerifyChunk)
+	c.VerifyWait = duration(keyVerifyWait, c.rawVerifyWait)
+	c.PublicationCheck = duration(keyPubCheck, c.rawPubCheck)
+	raw := map[string]string{keyStatusInterval: c.rawStatusInterval, keyCopyWorkers: c.rawCopyWorkers,
+		keyVerifyChunk: c.rawVerifyChunk, keyVerifyWait: c.rawVerifyWait, keyPubCheck: c.rawPubCheck}
+	var bad relay.SettingErrors
+	if !errors.As(c.Config.Validate(), &bad) {
+		bad = nil
 	}
-	c.VerifyWait = d
-
-	raw = orDefault(c.rawPubCheck, keyPubCheck)
-	if d, err = time.ParseDuration(raw); err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 1s to 24h, e.g. 1m, or 0s to check only at start", envName(keyPubCheck), c.rawPubCheck))
+	for _, e := range bad {
+		if e.Missing && e.Key == keySourceURL && n&needSource == 0 {
+			continue
+		}
+		named := *e
+		named.Key = envName(e.Key)
+		if v, ok := raw[e.Key]; ok {
+			named.Value = v
+		}
+		errs = add(errs, e.Key, &named)
 	}
-	c.PublicationCheck = d
-	switch len(errs) {
+	slices.SortStableFunc(errs, func(a, b keyedError) int {
+		return slices.Index(validationOrder, a.key) - slices.Index(validationOrder, b.key)
+	})
+	out := make(settingErrors, len(errs))
+	for i, e := range errs {
+		out[i] = e.err
+	}
+	switch len(out) {
 	case 0:
 		return nil
 	case 1:
-		return errs[0]
+		return out[0]
 	}
-	return settingErrors(errs)
+	return out
+}
+
+// keyedError is the error of the setting key.
+type keyedError struct {
+	key string
+	err error
+}
+
+func add(errs []keyedError, key string, err error) []keyedError {
+	return append(errs, keyedError{key, err})
 }
 
 // settingErrors are several bad settings, reported on one line.
@@ -578,17 +539,12 @@ func checkTargetURL(s string) error {
 // reported by syntax, given pgx's reason with the password scrubbed; a libpq
 // setting pgrelay cannot honour by its name.
 func checkConnString(name, s string, syntax func(reason string) error) error {
-	_, err := pgconnstr.Parse(s)
-	if err == nil {
+	reason, err := pgconnstr.Check(s)
+	switch {
+	case err == nil:
 		return nil
-	}
-	var pce *pgconn.ParseConfigError
-	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
+	case reason == "":
 		return fmt.Errorf("%s=%q: %v", name, redactURL(s), err)
-	}
-	reason := "cannot be parsed"
-	if pce.Unwrap() != nil {
-		reason = pce.Unwrap().Error()
 	}
 	return syntax(redactSecrets(reason, passwordOf(s)))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrelay/pgrelay/apply/relay"
 )
 
 // clearEnv unsets every PGRELAY_* variable for the test (t.Setenv restores them).
@@ -38,9 +40,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		SourceURL: "postgres://u@h/db", Slot: "pgrelay", Publication: "pgrelay",
-		Snapshot: "auto", TwoPhase: "auto", Streaming: "auto", LogFormat: "text", LogLevel: "info",
-		StatusInterval: 10 * time.Second,
+		Config: relay.Config{SourceURL: "postgres://u@h/db", Slot: "pgrelay", Publication: "pgrelay",
+			Snapshot: "auto", TwoPhase: "auto", Streaming: "auto", StatusInterval: 10 * time.Second},
+		LogFormat: "text", LogLevel: "info",
 	}
 	got := *cfg
 	got.rawStatusInterval, got.rawTailBinary = "", ""

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/pgrelay/pgrelay/apply/relay"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -34,7 +36,7 @@ type env struct {
 	log    *slog.Logger
 	stdout io.Writer
 	stderr io.Writer
-	mon    *monitor // replicate and migrate: what /metrics and /healthz show
+	relay  *relay.Relay // the product: cmd configures it and renders its results
 }
 
 // command is one pgrelay subcommand.
@@ -84,12 +86,6 @@ var commands = map[string]command{
 		run:     runTail,
 	},
 }
-
-// usageError is a mistake on the command line or in the configuration.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
 
 // defaultMemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
 // says otherwise. pgrelay's own buffers are bounded (received frames 16 MiB,
@@ -172,26 +168,29 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if cfg != nil {
 		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
 	}
-	if err == nil && cmd.needs&needTarget != 0 && strings.HasPrefix(strings.ToLower(cfg.TargetURL), "mysql://") {
-		err = fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
+	var target relay.Target
+	if err == nil && cmd.needs&needTarget != 0 {
+		target, err = targetFor(cfg)
+	}
+	e := &env{cfg: cfg, stdout: stdout, stderr: stderr}
+	if err == nil {
+		e.log = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, secrets)
+		e.relay, err = relay.New(cfg.Config, target, e.log)
 	}
 	if err != nil {
 		printError(stderr, err, secrets)
 		return exitUsage
 	}
-	e := &env{
-		cfg:    cfg,
-		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, secrets),
-		stdout: stdout,
-		stderr: stderr,
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		e.relay.Progress = f
 	}
 	err = cmd.run(ctx, e, args[1:])
 	if err == nil {
 		return exitOK
 	}
 	printError(stderr, err, secrets)
-	var ue *usageError
-	if errors.As(err, &ue) {
+	var se *relay.SettingsError
+	if errors.As(err, &se) {
 		return exitUsage
 	}
 	var coded interface{ ExitCode() int }

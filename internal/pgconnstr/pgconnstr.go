@@ -12,6 +12,7 @@ package pgconnstr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -48,6 +49,26 @@ func Parse(s string) (*pgconn.Config, error) {
 	return cfg, nil
 }
 
+// Check parses s as Parse does and tells its failure apart: a string the
+// driver cannot parse gives its reason ("cannot be parsed" when it gives
+// none; it may quote the password), any other failure (a libpq setting
+// pgrelay cannot honour) reason "" and the error.
+func Check(s string) (reason string, err error) {
+	_, err = Parse(s)
+	if err == nil {
+		return "", nil
+	}
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
+		return "", err
+	}
+	reason = "cannot be parsed"
+	if pce.Unwrap() != nil {
+		reason = pce.Unwrap().Error()
+	}
+	return reason, err
+}
+
 // ParsePgx parses a connection string into a pgx configuration.
 func ParsePgx(s string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(s)
@@ -82,6 +103,23 @@ func Hosts(s string) ([]string, error) {
 		}
 	}
 	return hosts, nil
+}
+
+// OnThisMachine reports whether every host a PostgreSQL URL names is this
+// machine: a Unix socket, localhost or a loopback address. An URL pgx cannot
+// parse (not PostgreSQL's) is taken to name another machine.
+func OnThisMachine(url string) bool {
+	hosts, err := Hosts(url)
+	if err != nil {
+		return false
+	}
+	for _, h := range hosts {
+		ip := net.ParseIP(h)
+		if !strings.HasPrefix(h, "/") && !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+	}
+	return true
 }
 
 func fallbackHosts(cfg *pgconn.Config) []string {

@@ -1,31 +1,32 @@
-package main
+// Package relay is pgrelay's control plane: the commands replicate and
+// migrate (a session: preflight, the single-instance lock, the seed decisions
+// and the snapshot copy, then the stream with migrate's catch-up marker; and
+// new sessions with backoff after what a retry cures), status, teardown,
+// verify and tail. It reaches the target only through the capabilities of
+// package sink (sink.Target and the optional ones), so that every target kind
+// runs under the same control flow; cmd/pgrelay configures it, picks the sink
+// and renders what it returns.
+package relay
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"net"
-	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgrelay/pgrelay/apply"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -38,27 +39,28 @@ const markerPrefix = "pgrelay.caught_up"
 // `pgrelay replicate` keeps trying.
 const migrateAttempts = 5
 
-// target is what replicate and migrate need of a sink.
-type target interface {
-	sink.Target
-	CanPrepare() bool
+// Replicate runs `pgrelay replicate`: the same start as Migrate, then the
+// stream until ctx ends (a signal), which is a clean stop (nil).
+func (r *Relay) Replicate(ctx context.Context) error {
+	_, err := r.run(ctx, false, r.session)
+	return err
 }
 
-func runReplicate(ctx context.Context, e *env, _ []string) error { return relay(ctx, e, false) }
-func runMigrate(ctx context.Context, e *env, _ []string) error   { return relay(ctx, e, true) }
+// Migrate runs `pgrelay migrate`: copy the tables when the target is not
+// seeded, catch up with the source, stop. It returns the position it caught
+// up to: the target holds every source transaction committed before it. A
+// signal ends it with ErrMigrateInterrupted.
+func (r *Relay) Migrate(ctx context.Context) (source.LSN, error) {
+	return r.run(ctx, true, r.session)
+}
 
-// relay runs one replicate or migrate command: a session, and new sessions
+// session is one attempt of a run; migrate's returns where it caught up.
+type session func(ctx context.Context, migrate bool) (caughtUp source.LSN, err error)
+
+// run runs one replicate or migrate command: a session, and new sessions
 // with backoff after errors a retry can cure (a server gone away, the slot
 // busy), until the command is done or told to stop.
-func relay(ctx context.Context, e *env, migrate bool) error {
-	e.mon = newMonitor()
-	if e.cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(ctx, e.cfg.MetricsAddr, e.mon, e.log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+func (r *Relay) run(ctx context.Context, migrate bool, session session) (source.LSN, error) {
 	backoff := time.Second
 	failures := 0 // in a row, without a session that reached streaming
 	// A value the target refused, again and again at the same change, does
@@ -66,25 +68,25 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 	// source, which a new session reads again).
 	lastRefused, refusedInARow := "", 0
 	for {
-		start := time.Now()
-		e.mon.sessionStarted()
-		err := session(ctx, e, migrate)
-		streamed := e.mon.streamOK.Load()
-		e.mon.sessionEnded(err)
+		start := r.now()
+		r.mon.sessionStarted()
+		caughtUp, err := session(ctx, migrate)
+		streamed := r.mon.streamOK.Load()
+		r.mon.sessionEnded(err)
 		if streamed {
 			// That session got through: the next trouble starts afresh.
 			failures, backoff = 0, time.Second
 		}
 		if err == nil {
-			return nil
+			return caughtUp, nil
 		}
 		// A signal: the session's error is the cancellation, or what it
 		// caused (a COPY whose connection was cut), not a fault to retry.
 		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || retryable(err)) {
-			return e.interrupted(migrate, streamed)
+			return 0, r.interrupted(migrate, streamed)
 		}
 		if !retryable(err) {
-			return refusedHint(err)
+			return 0, refusedHint(err)
 		}
 		if msg := err.Error(); valueRefused(err) && msg == lastRefused {
 			refusedInARow++
@@ -94,46 +96,46 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 			lastRefused, refusedInARow = "", 0
 		}
 		if refusedInARow >= refusedAttempts {
-			return refusedHint(fmt.Errorf("%w (the target refused this change in %d sessions in a row: it does not go away by itself)", err, refusedInARow))
+			return 0, refusedHint(fmt.Errorf("%w (the target refused this change in %d sessions in a row: it does not go away by itself)", err, refusedInARow))
 		}
 		failures++
 		if migrate && failures >= migrateAttempts {
 			// A job, not a service: a server that stays away is an error.
-			return fmt.Errorf("%w (gave up after %d attempts)", err, failures)
+			return 0, fmt.Errorf("%w (gave up after %d attempts)", err, failures)
 		}
-		if time.Since(start) > time.Minute {
+		if r.now().Sub(start) > time.Minute {
 			backoff = time.Second
 		}
-		e.log.Warn("will retry", "in", backoff, "error", err.Error())
+		r.log.Warn("will retry", "in", backoff, "error", err.Error())
 		select {
 		case <-ctx.Done():
-			return e.interrupted(migrate, false)
-		case <-time.After(backoff):
+			return 0, r.interrupted(migrate, false)
+		case <-r.after(backoff):
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
 }
 
-// interrupted ends a run a signal stopped: migrate with errMigrateInterrupted
-// (exit 1), replicate with exit 0, saying so when it stopped before streaming
-// (in the snapshot copy, or waiting to retry), where nothing else does.
-func (e *env) interrupted(migrate, streamed bool) error {
+// interrupted ends a run a signal stopped: migrate with ErrMigrateInterrupted
+// (exit 1), replicate with nil (exit 0), saying so when it stopped before
+// streaming (in the snapshot copy, or waiting to retry), where nothing else
+// does.
+func (r *Relay) interrupted(migrate, streamed bool) error {
 	if migrate {
-		return errMigrateInterrupted
+		return ErrMigrateInterrupted
 	}
 	if !streamed {
-		e.log.Info("stopped by a signal before streaming (during the snapshot copy, if one was running, or waiting to retry): what was copied is kept; run pgrelay replicate again to resume")
+		r.log.Info("stopped by a signal before streaming (during the snapshot copy, if one was running, or waiting to retry): what was copied is kept; run pgrelay replicate again to resume")
 	}
 	return nil
 }
 
 // refusedHint adds what to do to the error of a change the target refused: a
-// value it cannot take or a constraint the row breaks (SQLSTATE classes 22 and
-// 23), which only a person can settle.
+// value it cannot take or a constraint the row breaks (sink.ErrChangeRefused),
+// which only a person can settle.
 func refusedHint(err error) error {
 	var ce *sink.ChangeError
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &ce) || !errors.As(err, &pgErr) || !(strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
+	if !errors.As(err, &ce) || !errors.Is(err, sink.ErrChangeRefused) {
 		return err
 	}
 	const fix = "make it take it (a constraint, unique index, trigger or column type the source does not have, or a value it cannot hold), then run pgrelay again"
@@ -148,96 +150,55 @@ func refusedHint(err error) error {
 // the target refuses before pgrelay stops.
 const refusedAttempts = 5
 
-// valueRefused tells a target's answer that a value is invalid or breaks a
-// constraint (SQLSTATE classes 22 and 23), as opposed to a connection that
-// failed.
-func valueRefused(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
-}
+// valueRefused tells a target's answer that a change's value is invalid or
+// breaks a constraint (sink.ErrChangeRefused), as opposed to a connection
+// that failed.
+func valueRefused(err error) bool { return errors.Is(err, sink.ErrChangeRefused) }
 
 // retryable tells the errors after which a new session may succeed: lost or
-// refused connections, a busy slot, what a sink marks retryable.
+// refused connections, a busy slot (source.Retryable), what a sink marks
+// retryable; never what source.Fatal calls fatal, nor a local file (the spill
+// directory) that cannot be written (its errno would pass for a net.Error):
+// a person must act.
 func retryable(err error) bool {
 	var pathErr *fs.PathError
-	var unknownCA x509.UnknownAuthorityError
-	var badCert x509.CertificateInvalidError
-	var badHost x509.HostnameError
-	switch {
-	case errors.As(err, &pathErr):
-		// A local file (the spill directory) that cannot be written: a
-		// person must act. (Its errno would pass for a net.Error below.)
-		return false
-	case errors.As(err, &unknownCA), errors.As(err, &badCert), errors.As(err, &badHost),
-		strings.Contains(err.Error(), "server refused TLS connection"):
-		// TLS required but not offered, or a certificate that does not
-		// verify: the settings or the server must change.
+	if errors.As(err, &pathErr) || source.Fatal(err) {
 		return false
 	}
-	var ne net.Error
-	var pgErr *pgconn.PgError
-	var connErr *pgconn.ConnectError
-	var pre *source.PreflightError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "28", "3D", "42": // bad credentials, no such database, permissions and syntax: a person must act
-			return false
-		}
-	}
-	switch {
-	case errors.As(err, &pre):
-		return false
-	case errors.Is(err, sink.ErrRetryable), errors.Is(err, source.ErrSlotInUse), errors.Is(err, source.ErrStreamEnded),
-		errors.Is(err, source.ErrSnapshotTooLarge),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
-		errors.As(err, &ne), errors.As(err, &connErr), pgconn.SafeToRetry(err):
-		return true
-	case errors.As(err, &pgErr):
-		// Class 08: connection exception; 57P01..57P03: shutdown, cannot connect now.
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
-	}
-	return strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "unexpected EOF")
+	return errors.Is(err, sink.ErrRetryable) || source.Retryable(err)
 }
 
 func (c *Config) sourceConn() source.ConnConfig {
 	return source.ConnConfig{
 		URL: c.SourceURL, Slot: c.Slot, Publication: c.Publication, Tables: c.Tables,
 		Streaming: c.Streaming, TwoPhase: c.TwoPhase, StatusInterval: c.StatusInterval,
-		MetadataSchema: postgres.MetadataSchema,
 	}
-}
-
-// openTarget connects to the target PGRELAY_TARGET_URL names (a PostgreSQL
-// one: run refuses a mysql:// target before any command starts).
-func openTarget(ctx context.Context, cfg *Config) (target, error) {
-	return postgres.New(ctx, cfg.TargetURL, postgres.Options{KeepOrder: cfg.KeepOrder})
 }
 
 // session is one run: preflight, seed the target when needed, then stream
 // until stopped (replicate) or caught up (migrate).
-func session(ctx context.Context, e *env, migrate bool) (err error) {
-	cfg, log := e.cfg, e.log
+func (r *Relay) session(ctx context.Context, migrate bool) (caughtUp source.LSN, err error) {
+	cfg, log := r.cfg, r.log
 	cc := cfg.sourceConn()
 	cc.ReplaceSlot = cfg.Snapshot == "always"
 	// Preflight checks a validated copy (Validate fills in defaults); cc
 	// stays as configured for the stream's options.
 	pcc := cc
 	if err := pcc.Validate(); err != nil {
-		return err
+		return 0, err
 	}
 	// The target first: a target pgrelay cannot reach must not leave a
 	// publication behind on the source.
-	conns, err := openSession(ctx, cfg)
+	conns, err := r.openSession(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { conns.close(ctx) }()
 	tgt, srcConn := conns.tgt, conns.src
-	if pg, ok := tgt.(*postgres.Sink); ok {
-		e.mon.sink.Store(pg)
-	}
-	if err := checkTargetPrivileges(ctx, cfg, srcConn, conns.lock); err != nil {
-		return err
+	pcc.MetadataSchema = tgt.MetadataSchema()
+	r.mon.setSink(tgt)
+	if err := r.checkTarget(ctx, srcConn, tgt); err != nil {
+		return 0, err
 	}
 	// The target's lock and set-up (its metadata schema's migrations) run
 	// while the source is checked: two chains of round trips at once.
@@ -245,7 +206,7 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	defer cancelTarget()
 	targetDone := make(chan error, 1)
 	go func() {
-		if err := lockSlot(targetCtx, conns.lock, cfg.Slot, log); err != nil {
+		if err := lockSlot(targetCtx, tgt, cfg.Slot, log); err != nil {
 			targetDone <- err
 			return
 		}
@@ -260,11 +221,11 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		// A wait for another pgrelay's lock ends with it.
 		cancelTarget()
 		targetErr()
-		return err
+		return 0, err
 	}
 	if pre.PublicationCreated {
 		log.Info("created publication", "publication", cfg.Publication)
-		err := markPublication(ctx, srcConn, cfg.Publication)
+		err := source.MarkPublication(ctx, srcConn, cfg.Publication)
 		if err == nil {
 			err = targetErr()
 		} else {
@@ -279,10 +240,10 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			} else {
 				log.Info("dropped the publication this session created", "publication", cfg.Publication)
 			}
-			return err
+			return 0, err
 		}
 	} else if err := targetErr(); err != nil {
-		return err
+		return 0, err
 	}
 	if pre.KeylessUnknown {
 		log.Warn("could not check the published tables for a missing replica identity: "+source.LockedHint, "publication", cfg.Publication)
@@ -296,31 +257,31 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 			"publication", cfg.Publication, "tables", strings.Join(pre.Keyless, ", "))
 	}
 
-	twoPhase := pre.ServerMajor >= 15 && cfg.TwoPhase != "off" && tgt.CanPrepare()
+	twoPhase := pre.ServerMajor >= 15 && cfg.TwoPhase != "off" && canPrepare(tgt)
 	if cfg.TwoPhase == "on" && !twoPhase {
 		if pre.ServerMajor < 15 {
-			return fmt.Errorf("PGRELAY_TWO_PHASE=on: the source is PostgreSQL %d; two-phase decoding needs 15 or newer: set PGRELAY_TWO_PHASE=auto", pre.ServerMajor)
+			return 0, fmt.Errorf("PGRELAY_TWO_PHASE=on: the source is PostgreSQL %d; two-phase decoding needs 15 or newer: set PGRELAY_TWO_PHASE=auto", pre.ServerMajor)
 		}
-		return errors.New("PGRELAY_TWO_PHASE=on: the target cannot hold prepared transactions: set max_prepared_transactions > 0 on it and restart it, or set PGRELAY_TWO_PHASE=auto")
+		return 0, errors.New("PGRELAY_TWO_PHASE=on: the target cannot hold prepared transactions: set max_prepared_transactions > 0 on it and restart it, or set PGRELAY_TWO_PHASE=auto")
 	}
 	// Prepared transactions stay two-phase only if the slot decodes them so.
 	if pre.Slot.Exists && pre.ServerMajor >= 15 && pre.Slot.TwoPhase && !twoPhase && cfg.Snapshot != "always" {
 		if cfg.TwoPhase == "off" {
-			return fmt.Errorf("PGRELAY_TWO_PHASE=off, but slot %q was created decoding prepared transactions at PREPARE, which cannot be turned off: set PGRELAY_TWO_PHASE=auto, or run pgrelay once with PGRELAY_SNAPSHOT=always, which makes a new slot and copies the tables anew", cfg.Slot)
+			return 0, fmt.Errorf("PGRELAY_TWO_PHASE=off, but slot %q was created decoding prepared transactions at PREPARE, which cannot be turned off: set PGRELAY_TWO_PHASE=auto, or run pgrelay once with PGRELAY_SNAPSHOT=always, which makes a new slot and copies the tables anew", cfg.Slot)
 		}
-		return fmt.Errorf("slot %q decodes prepared transactions at PREPARE, but the target cannot hold prepared transactions: set max_prepared_transactions > 0 on the target, or run pgrelay once with PGRELAY_SNAPSHOT=always, which makes a new slot and copies the tables anew", cfg.Slot)
+		return 0, fmt.Errorf("slot %q decodes prepared transactions at PREPARE, but the target cannot hold prepared transactions: set max_prepared_transactions > 0 on the target, or run pgrelay once with PGRELAY_SNAPSHOT=always, which makes a new slot and copies the tables anew", cfg.Slot)
 	}
 
 	facts := schema.NewSourceFacts(srcConn)
 	cat := schema.NewCatalog(facts)
 	// Asked from the goroutine that applies, like the catalog's facts.
-	if pg, ok := tgt.(*postgres.Sink); ok {
+	if rl, ok := tgt.(sink.RelationLocator); ok {
 		if namer, ok := facts.(schema.RelationNamer); ok {
-			pg.LocateRelations(namer, log)
+			rl.LocateRelations(namer, log)
 		}
 	}
 	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn,
-		tgtConn: conns.lock, repl: conns.takeRepl(), progress: e.stderr}
+		repl: conns.takeRepl(), progress: r.Progress, sharedCores: r.sharedCores()}
 	repl, syncLSN, err := sd.seed(ctx)
 	if repl == nil {
 		// Not taken for a new slot: the stream's.
@@ -340,34 +301,46 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 				log.Info("dropped the publication created for the refused copy", "publication", cfg.Publication)
 			}
 		}
-		return err
+		return 0, err
 	}
 	// Copied once: a later session of this run (after an error) resumes.
 	if cfg.Snapshot == "always" {
 		cfg.Snapshot = "auto"
 	}
 	// Tables that appear from now on get their indexes with them.
-	if pg, ok := tgt.(*postgres.Sink); ok {
+	if ci, ok := tgt.(sink.CreatedTableIndexer); ok {
 		if ir, ok := facts.(schema.IndexReader); ok {
-			pg.IndexTablesItCreates(ir)
+			ci.IndexTablesItCreates(ir)
 		}
-		// A table joining a publication that lists its tables is copied by
-		// a new session (PGRELAY_SNAPSHOT=never: created from the stream).
-		all, err := sd.allTables(ctx)
+	}
+	// A table joining a publication that lists its tables is copied by a new
+	// session (PGRELAY_SNAPSHOT=never: created from the stream).
+	if jc, ok := tgt.(sink.JoinedTableCopier); ok {
+		all, err := source.PublicationAllTables(ctx, srcConn, cfg.Publication)
 		if err != nil {
 			if repl != nil {
 				repl.Close(context.WithoutCancel(ctx))
 			}
-			return err
+			return 0, err
 		}
-		pg.CopyJoinedTables(!all && cfg.Snapshot != "never")
+		jc.CopyJoinedTables(!all && cfg.Snapshot != "never")
 	}
-	return stream(ctx, e, migrate, tgt, cat, repl, syncLSN, twoPhase, pre.ServerMajor, srcConn)
+	return r.stream(ctx, migrate, tgt, cat, repl, syncLSN, twoPhase, pre.ServerMajor, srcConn)
+}
+
+// canPrepare tells a target that takes prepared transactions: a TwoPhase
+// sink that, when it can tell (PrepareChecker), says it can now.
+func canPrepare(tgt sink.Sink) bool {
+	if _, ok := tgt.(sink.TwoPhase); !ok {
+		return false
+	}
+	pc, ok := tgt.(sink.PrepareChecker)
+	return !ok || pc.CanPrepare()
 }
 
 // stream applies the slot's changes from the target's stored position.
-func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.Catalog, repl *source.ReplConn, syncLSN *tableSyncs, twoPhase bool, major int, srcConn *pgx.Conn) error {
-	cfg, log := e.cfg, e.log
+func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *schema.Catalog, repl *source.ReplConn, syncLSN *tableSyncs, twoPhase bool, major int, srcConn *pgx.Conn) (source.LSN, error) {
+	cfg, log := r.cfg, r.log
 	token := randomToken()
 	var caughtUp atomic.Bool
 	acfg := apply.Config{
@@ -420,58 +393,58 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 	}
 	applier, err := apply.New(acfg, tgt, cat, log)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer applier.Close(context.WithoutCancel(ctx))
 	startLSN, err := applier.Start(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 
 	// Invariant 9: the slot must still hold every change after what the target has.
 	slot, err := source.ReadSlot(ctx, srcConn, cfg.Slot)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	switch {
 	case !slot.Exists:
-		return fmt.Errorf("slot %q does not exist on the source but the target was seeded from it: changes since %s cannot be streamed; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, startLSN)
+		return 0, fmt.Errorf("slot %q does not exist on the source but the target was seeded from it: changes since %s cannot be streamed; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, startLSN)
 	case slot.Invalidated():
-		return fmt.Errorf("slot %q was invalidated by the source (wal_status %s %s): the WAL after %s is gone; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, slot.WALStatus, slot.InvalidationReason, startLSN)
+		return 0, fmt.Errorf("slot %q was invalidated by the source (wal_status %s %s): the WAL after %s is gone; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, slot.WALStatus, slot.InvalidationReason, startLSN)
 	case slot.ConfirmedFlushLSN > startLSN:
-		return fmt.Errorf("slot %q has confirmed %s but the target holds changes only up to %s: the changes in between are missing; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, slot.ConfirmedFlushLSN, startLSN)
+		return 0, fmt.Errorf("slot %q has confirmed %s but the target holds changes only up to %s: the changes in between are missing; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", cfg.Slot, slot.ConfirmedFlushLSN, startLSN)
 	}
 
 	cc := cfg.sourceConn()
 	cc.Messages = major >= 14
 	opts, err := cc.StreamOptions(major, twoPhase)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if repl == nil {
 		if repl, err = source.Connect(ctx, cfg.SourceURL); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	defer repl.Close(context.WithoutCancel(ctx))
 	st, err := startWhenFree(ctx, repl, cfg, startLSN, opts, log)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	e.mon.applier.Store(applier)
-	e.mon.stream.Store(st)
-	e.mon.streamOK.Store(true)
+	r.mon.applier.Store(applier)
+	r.mon.stream.Store(st)
+	r.mon.streamOK.Store(true)
 	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
-	defer streamProcs(cfg, os.LookupEnv, log)()
+	defer streamProcs(r.sharedCores(), r.Getenv, log)()
 
 	var target source.LSN
 	if migrate {
 		if major >= 14 {
 			if target, err = source.EmitMarker(ctx, srcConn, markerPrefix, []byte(token)); err != nil {
-				return err
+				return 0, err
 			}
 		} else if target, err = source.CurrentWALLSN(ctx, srcConn); err != nil {
-			return err
+			return 0, err
 		}
 		log.Info("catching up", "to", target.String())
 	}
@@ -557,23 +530,22 @@ func stream(ctx context.Context, e *env, migrate bool, tgt target, cat *schema.C
 		} else {
 			log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
 		}
-		return applyErr
+		return 0, applyErr
 	}
 	if caughtUp.Load() {
-		if err := setSequences(ctx, e, tgt, srcConn); err != nil {
+		if err := r.setSequences(ctx, tgt, srcConn); err != nil {
 			log.Error("stopped", "durable_lsn", durable.String(), "error", err.Error())
-			return err
+			return 0, err
 		}
 		// Every transaction before the marker is durable on the target.
 		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", target.String())
-		fmt.Fprintf(e.stdout, "caught up: the target holds every source transaction committed before %s\n", target)
-		return nil
+		return target, nil
 	}
 	log.Info("stopped cleanly", "durable_lsn", durable.String())
 	if migrate {
-		return errMigrateInterrupted
+		return 0, ErrMigrateInterrupted
 	}
-	return nil
+	return 0, nil
 }
 
 // stoppedMidGroup tells the error of a group of transactions a signal cut
@@ -592,7 +564,7 @@ func stoppedMidGroup(ctx context.Context, err error, caughtUp bool) bool {
 // changes under the new definition but never the rows it newly covers or no
 // longer covers, so the target would go on diverging without a word. A check
 // that cannot be made (the source away, a lock held) is only logged.
-func watchPublication(ctx context.Context, cfg *Config, tgt target, major int, log *slog.Logger) error {
+func watchPublication(ctx context.Context, cfg *Config, tgt sink.SeedStore, major int, log *slog.Logger) error {
 	tick := time.NewTicker(cfg.PublicationCheck)
 	defer tick.Stop()
 	for {
@@ -615,12 +587,12 @@ func watchPublication(ctx context.Context, cfg *Config, tgt target, major int, l
 
 // checkPublicationNow is one check of watchPublication, on a source
 // connection of its own (the session's serves the applier).
-func checkPublicationNow(ctx context.Context, cfg *Config, tgt target, major int) error {
+func checkPublicationNow(ctx context.Context, cfg *Config, tgt sink.SeedStore, major int) error {
 	states, err := tgt.TableStates(ctx, cfg.Slot)
 	if err != nil {
 		return err
 	}
-	conn, err := connectTo(ctx, "source", cfg.SourceURL)
+	conn, err := source.ConnectPlain(ctx, cfg.SourceURL)
 	if err != nil {
 		return err
 	}
@@ -628,9 +600,9 @@ func checkPublicationNow(ctx context.Context, cfg *Config, tgt target, major int
 	return publicationUnchanged(ctx, conn, cfg.Publication, major, states)
 }
 
-// errMigrateInterrupted ends a migrate stopped by a signal: what is on the
+// ErrMigrateInterrupted ends a migrate stopped by a signal: what is on the
 // target is consistent and a new run resumes, but it is not caught up.
-var errMigrateInterrupted = errors.New("migrate: stopped by a signal before the target caught up (what was applied is kept): run pgrelay migrate again to resume")
+var ErrMigrateInterrupted = errors.New("migrate: stopped by a signal before the target caught up (what was applied is kept): run pgrelay migrate again to resume")
 
 // startWhenFree starts replication, waiting while another process streams from
 // the slot (a second instance takes over when the first one dies).
@@ -661,23 +633,18 @@ func startWhenFree(ctx context.Context, repl *source.ReplConn, cfg *Config, star
 }
 
 // lockSlot makes this process the only pgrelay applying to the target for the
-// slot: a session advisory lock taken on conn, a plain target connection,
-// held until conn closes. A second instance waits here and takes over when
-// the first one dies.
-func lockSlot(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger) error {
-	key := "pgrelay:" + slot
-	var got bool
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext($1))", key).Scan(&got); err != nil {
-		return fmt.Errorf("target: lock slot %q: %w", slot, err)
-	}
-	if !got {
+// slot (sink.SlotLocker), until the sink closes. A second instance waits here
+// and takes over when the first one dies.
+func lockSlot(ctx context.Context, tgt sink.SlotLocker, slot string, log *slog.Logger) error {
+	waited := false
+	_, err := tgt.LockSlot(ctx, slot, func() {
+		waited = true
 		log.Warn("another pgrelay applies this slot to the target; waiting for it to stop", "slot", slot)
-		if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock(pg_catalog.hashtext($1))", key); err != nil {
-			return fmt.Errorf("target: wait for slot %q lock: %w", slot, err)
-		}
+	})
+	if err == nil && waited {
 		log.Info("took over the slot", "slot", slot)
 	}
-	return nil
+	return err
 }
 
 func randomToken() string {
@@ -686,34 +653,17 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// isTerminal reports whether f is a terminal (for progress display).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // setSequences ends a migration: pgoutput carries no sequence changes, so
 // the sequences of the published tables' serial and identity columns get the
 // source's values now, read after everything up to the marker was applied (a
 // value read later is never behind the rows). A sequence the role may not
 // read is left out, with a warning naming the GRANT that lets it.
-func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) error {
+func (r *Relay) setSequences(ctx context.Context, tgt sink.Sink, srcConn *pgx.Conn) error {
 	setter, ok := tgt.(sink.SequenceSetter)
 	if !ok {
 		return nil
 	}
-	var seqs []source.Sequence
-	err := source.WithLockTimeout(ctx, srcConn, 30*time.Second, func(tx pgx.Tx) error {
-		// The joins in the order written: planning them every way took
-		// 14 ms of the end of a migration (4 ms on a warm session), the
-		// query itself 1.
-		if _, err := tx.Exec(ctx, "SET LOCAL join_collapse_limit = 1; SET LOCAL from_collapse_limit = 1"); err != nil {
-			return err
-		}
-		var err error
-		seqs, err = source.ReadSequences(ctx, tx.Conn(), e.cfg.Publication)
-		return err
-	})
+	seqs, err := source.ReadSequencesWaiting(ctx, srcConn, r.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		return fmt.Errorf("caught up, but the sequences could not be read: %s; once it is released, run pgrelay migrate again to set them: %w", source.LockedHint, err)
 	}
@@ -723,8 +673,8 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 	var readable []source.Sequence
 	for _, q := range seqs {
 		if !q.Readable {
-			e.log.Warn("sequence not set on the target: the source role may not read it",
-				"sequence", q.Schema+"."+q.Name, "fix", fmt.Sprintf("GRANT SELECT ON SEQUENCE %s TO %s", pgx.Identifier{q.Schema, q.Name}.Sanitize(), pgx.Identifier{srcConn.Config().User}.Sanitize()))
+			r.log.Warn("sequence not set on the target: the source role may not read it",
+				"sequence", q.Schema+"."+q.Name, "fix", q.GrantRead(srcConn.Config().User))
 			continue
 		}
 		readable = append(readable, q)
@@ -733,98 +683,61 @@ func setSequences(ctx context.Context, e *env, tgt target, srcConn *pgx.Conn) er
 		return err
 	}
 	if len(readable) > 0 {
-		e.log.Info("sequences set", "count", len(readable))
+		r.log.Info("sequences set", "count", len(readable))
 	}
 	return nil
 }
 
-// checkTargetPrivileges checks, before anything is created on the source, that
-// the target role may create what pgrelay will create there: its pgrelay
-// schema and schemas that do not exist yet (CREATE on the database), tables in
-// the existing schemas of the published tables (CREATE on each; PostgreSQL 15+
-// no longer grants it on public to everyone). The schemas are the
-// publication's, or those it would publish when pgrelay creates it. Source
-// trouble is left to preflight, which reports it better.
-func checkTargetPrivileges(ctx context.Context, cfg *Config, src, tgt *pgx.Conn) error {
-	var schemas []string
-	err := func(c *pgx.Conn) error {
-		var exists bool
-		if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			published, err := source.ListPublication(ctx, c, cfg.Publication, 3*time.Second)
-			for _, p := range published {
-				if !slices.Contains(schemas, p.Schema) {
-					schemas = append(schemas, p.Schema)
-				}
-			}
-			return err
-		}
-		var rows pgx.Rows
-		var err error
-		if len(cfg.Tables) > 0 {
-			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM unnest($1::text[]) AS t(name)
-				JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(t.name)
-				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`, cfg.Tables)
-		} else {
-			rows, err = c.Query(ctx, `SELECT DISTINCT n.nspname::text FROM pg_catalog.pg_class c
-				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-				WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_'`)
-		}
-		if err != nil {
-			return err
-		}
-		schemas, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	}(src)
+// checkTarget checks, before anything is created on the source, that the
+// target will take what pgrelay writes there (sink.Preflighter): that the role
+// may create pgrelay's metadata schema, the schemas that do not exist yet and
+// tables in the existing ones. The schemas are the publication's, or those it
+// would publish when pgrelay creates it. Source trouble is left to preflight,
+// which reports it better. A setting that breaks a guarantee is warned about.
+func (r *Relay) checkTarget(ctx context.Context, src *pgx.Conn, tgt sink.Sink) error {
+	pf, ok := tgt.(sink.Preflighter)
+	if !ok {
+		return nil
+	}
+	schemas, err := source.PublicationSchemas(ctx, src, r.cfg.Publication, r.cfg.Tables)
 	if err != nil {
 		// Preflight reports a source in trouble better; a locked table
 		// leaves the target's privileges to the first CREATE.
 		return nil
 	}
-	var problems []string
-	err = func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT x.s, n.oid IS NOT NULL,
-				CASE WHEN n.oid IS NULL THEN pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
-				     ELSE pg_catalog.has_schema_privilege(n.oid, 'CREATE') END,
-				pg_catalog.quote_ident(current_user::text), pg_catalog.quote_ident(pg_catalog.current_database())
-			FROM unnest($1::text[]) AS x(s) LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = x.s
-			ORDER BY x.s <> 'pgrelay', x.s`, append([]string{"pgrelay"}, schemas...))
-		if err != nil {
-			return err
-		}
-		var sch, role, db string
-		var exists, may bool
-		_, err = pgx.ForEachRow(rows, []any{&sch, &exists, &may, &role, &db}, func() error {
-			switch {
-			case may:
-			case exists:
-				problems = append(problems, fmt.Sprintf("may not create tables in schema %s: GRANT CREATE ON SCHEMA %s TO %s",
-					pgx.Identifier{sch}.Sanitize(), pgx.Identifier{sch}.Sanitize(), role))
-			default:
-				problems = append(problems, fmt.Sprintf("may not create schema %s: GRANT CREATE ON DATABASE %s TO %s",
-					pgx.Identifier{sch}.Sanitize(), db, role))
-			}
-			return nil
-		})
-		return err
-	}(tgt)
+	found, err := pf.Preflight(ctx, schemas)
 	if err != nil {
 		return fmt.Errorf("target: check the role's privileges: %w", err)
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("target: the role %s", strings.Join(problems, "; and "))
+	var role, other []string
+	for _, p := range found {
+		switch p.Kind {
+		case sink.ProblemCreateTables:
+			role = append(role, fmt.Sprintf("may not create tables in schema %s: %s", p.Object, p.Fix))
+		case sink.ProblemCreateSchema:
+			role = append(role, fmt.Sprintf("may not create schema %s: %s", p.Object, p.Fix))
+		case sink.ProblemReadOnly:
+			other = append(other, fmt.Sprintf("target: %s is read-only, and pgrelay writes the tables and its metadata there: %s", p.Object, p.Fix))
+		case sink.ProblemSetting:
+			r.log.Warn("a target setting breaks a guarantee of pgrelay", "setting", p.Object, "fix", p.Fix)
+		}
+	}
+	if len(role) > 0 {
+		other = append([]string{"target: the role " + strings.Join(role, "; and ")}, other...)
+	}
+	if len(other) > 0 {
+		return errors.New(strings.Join(other, "; "))
 	}
 	return nil
 }
 
 // sourceTxnAborted tells whether source transaction xid was rolled back
 // (source.XactAborted).
-func sourceTxnAborted(ctx context.Context, url string, xid uint32) (aborted bool, err error) {
-	err = withSourceConn(ctx, url, func(c *pgx.Conn) error {
-		aborted, err = source.XactAborted(ctx, c, xid)
-		return err
-	})
-	return aborted, err
+func sourceTxnAborted(ctx context.Context, url string, xid uint32) (bool, error) {
+	c, err := source.ConnectPlain(ctx, url)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return source.XactAborted(ctx, c, xid)
 }
