@@ -864,11 +864,11 @@ func TestSinkPostgresPreconnect(t *testing.T) {
 	before := sessions()
 	s.Preconnect(ctx, 2)
 	deadline := time.Now().Add(10 * time.Second)
-	for sessions() != before+3 && time.Now().Before(deadline) {
+	for sessions() != before+4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := sessions(); got != before+3 {
-		t.Fatalf("%d sessions after Preconnect(2), %d before: want the metadata one and two loaders", got, before)
+	if got := sessions(); got != before+4 {
+		t.Fatalf("%d sessions after Preconnect(2), %d before: want the metadata one, the lock's and two loaders", got, before)
 	}
 	if _, _, err := s.Seed(ctx, "preconnect_slot"); err != nil {
 		t.Fatal(err)
@@ -884,8 +884,11 @@ func TestSinkPostgresPreconnect(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if got := sessions(); got != before+3 {
-		t.Errorf("%d sessions after a metadata query and two loads at once on the connections Preconnect(2) opened, %d before: want 3 more", got, before)
+	if _, err := s.LockSlot(ctx, "preconnect_slot", func() { t.Error("LockSlot waited for a lock nobody holds") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessions(); got != before+4 {
+		t.Errorf("%d sessions after a metadata query, a lock and two loads at once on the connections Preconnect(2) opened, %d before: want 4 more", got, before)
 	}
 	wantQuery(t, pg, "2", "SELECT count(*) FROM public.preconnected")
 	if err := s.Close(ctx); err != nil {

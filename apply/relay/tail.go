@@ -1,26 +1,23 @@
 package relay
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
 	"github.com/pgrelay/pgrelay/source"
 )
 
-// FrameHandler takes one frame of the stream tail prints and returns the
-// position that may be acknowledged.
-type FrameHandler func(source.Frame) (ack source.LSN, err error)
-
 // Tail runs `pgrelay tail`: it streams the source through a temporary slot of
-// its own and hands each frame to the handler newHandler makes for the
-// stream's protocol version. It runs until ctx ends (a signal), which is a
-// clean stop; the temporary slot disappears with the connection, so tail
-// leaves nothing behind on the source except the publication it may have
-// created.
-func (r *Relay) Tail(ctx context.Context, newHandler func(proto int) FrameHandler) error {
+// its own and writes each pgoutput message to out as one JSON line
+// (source.AppendJSON). It runs until ctx ends (a signal), which is a clean
+// stop; the temporary slot disappears with the connection, so tail leaves
+// nothing behind on the source except the publication it may have created.
+func (r *Relay) Tail(ctx context.Context, out io.Writer) error {
 	cfg := r.cfg
 	slot := "pgrelay_tail_" + strconv.Itoa(os.Getpid())
 	cc := source.ConnConfig{
@@ -104,7 +101,7 @@ func (r *Relay) Tail(ctx context.Context, newHandler func(proto int) FrameHandle
 	runErr := make(chan error, 1)
 	go func() { runErr <- stream.Run(runCtx) }()
 
-	handle := newHandler(opts.Proto)
+	handle := newTailer(out, opts.Proto).handle
 	var consumeErr error
 	for f := range stream.Frames() {
 		if consumeErr != nil {
@@ -152,3 +149,56 @@ type SettingsError struct{ Err error }
 
 func (e *SettingsError) Error() string { return e.Err.Error() }
 func (e *SettingsError) Unwrap() error { return e.Err }
+
+// tailer decodes frames and writes their JSON lines.
+type tailer struct {
+	dec  *source.Decoder
+	rels source.Relations
+	out  *bufio.Writer
+	buf  []byte
+}
+
+func newTailer(w io.Writer, proto int) *tailer {
+	return &tailer{
+		dec:  source.NewDecoder(proto),
+		rels: make(source.Relations),
+		out:  bufio.NewWriterSize(w, 64<<10),
+		buf:  make([]byte, 0, 4096),
+	}
+}
+
+// handle prints one frame's message, flushed so that a reader of the pipe sees
+// it at once, and returns the position that may be acknowledged: the end of a
+// finished transaction, or else the frame's own start.
+func (t *tailer) handle(f source.Frame) (source.LSN, error) {
+	msg, err := t.dec.Decode(f.Data)
+	if err != nil {
+		return 0, fmt.Errorf("tail: at %s: %w", f.WALStart, err)
+	}
+	if rel, ok := msg.(*source.Relation); ok {
+		t.rels[rel.RelationID] = rel
+	}
+	t.buf, err = source.AppendJSON(t.buf[:0], f.WALStart, msg, t.rels)
+	if err != nil {
+		return 0, err
+	}
+	t.buf = append(t.buf, '\n')
+	if _, err := t.out.Write(t.buf); err != nil {
+		return 0, fmt.Errorf("tail: write to stdout: %w", err)
+	}
+	if err := t.out.Flush(); err != nil {
+		return 0, fmt.Errorf("tail: write to stdout: %w", err)
+	}
+	ack := f.WALStart
+	switch m := msg.(type) {
+	case *source.Commit:
+		ack = max(ack, m.EndLSN)
+	case *source.StreamCommit:
+		ack = max(ack, m.EndLSN)
+	case *source.CommitPrepared:
+		ack = max(ack, m.EndLSN)
+	case *source.RollbackPrepared:
+		ack = max(ack, m.RollbackEndLSN)
+	}
+	return ack, nil
+}

@@ -29,6 +29,13 @@ func runMigrate(ctx context.Context, e *env, _ []string) error {
 	return nil
 }
 
+// runTail implements `pgrelay tail`: the relay streams the source through a
+// temporary slot of its own and prints each pgoutput message as one JSON
+// line on stdout (source.AppendJSON), until a signal.
+func runTail(ctx context.Context, e *env, _ []string) error {
+	return e.relay.Tail(ctx, e.stdout)
+}
+
 func runTeardown(ctx context.Context, e *env, _ []string) error {
 	if err := e.relay.Teardown(ctx); err != nil {
 		return err

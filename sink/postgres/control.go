@@ -54,16 +54,19 @@ func (s *Sink) KnownRelations(ctx context.Context) ([]sink.KnownRelation, error)
 // LockSlot takes a session advisory lock on a connection of its own, held
 // until that connection closes (release, Close, or the session dying).
 func (s *Sink) LockSlot(ctx context.Context, slot string, waiting func()) (func(context.Context) error, error) {
+	// The mutex guards the field, not the wait for the lock, which Close
+	// does not interrupt: the caller ends it through ctx first.
 	s.lockMu.Lock()
-	defer s.lockMu.Unlock()
 	if s.lock == nil || s.lock.IsClosed() {
 		conn, err := s.connect(ctx)
 		if err != nil {
+			s.lockMu.Unlock()
 			return nil, err
 		}
 		s.lock = conn
 	}
 	conn := s.lock
+	s.lockMu.Unlock()
 	key := "pgrelay:" + slot
 	var got bool
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext($1))", key).Scan(&got); err != nil {
