@@ -54,13 +54,11 @@ func (m *Monitor) sessionEnded(err error) {
 	}
 }
 
-// setSink makes tgt the session's sink, whose counters SinkStats adds up.
-func (m *Monitor) setSink(tgt sink.Sink) {
-	if sr, ok := tgt.(sink.StatsReporter); ok {
-		m.mu.Lock()
-		m.sink = sr
-		m.mu.Unlock()
-	}
+// setSink makes sr the session's sink, whose counters SinkStats adds up.
+func (m *Monitor) setSink(sr sink.StatsReporter) {
+	m.mu.Lock()
+	m.sink = sr
+	m.mu.Unlock()
 }
 
 // SinkStats is what the sinks of every session so far sent.

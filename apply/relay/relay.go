@@ -196,7 +196,9 @@ func (r *Relay) session(ctx context.Context, migrate bool) (caughtUp source.LSN,
 	defer func() { conns.close(ctx) }()
 	tgt, srcConn := conns.tgt, conns.src
 	pcc.MetadataSchema = tgt.MetadataSchema()
-	r.mon.setSink(tgt)
+	if sr, ok := tgt.(sink.StatsReporter); ok {
+		r.mon.setSink(sr)
+	}
 	if err := r.checkTarget(ctx, srcConn, tgt); err != nil {
 		return 0, err
 	}
@@ -341,19 +343,12 @@ func canPrepare(tgt sink.Sink) bool {
 // stream applies the slot's changes from the target's stored position.
 func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *schema.Catalog, repl *source.ReplConn, syncLSN *tableSyncs, twoPhase bool, major int, srcConn *pgx.Conn) (source.LSN, error) {
 	cfg, log := r.cfg, r.log
-	token := randomToken()
-	var caughtUp atomic.Bool
+	cu := &catchUp{migrate: migrate, markers: major >= 14, token: randomToken()}
 	acfg := apply.Config{
-		Slot:     cfg.Slot,
-		TwoPhase: twoPhase,
-		SpillDir: cfg.SpillDir,
-		OnLogicalMessage: func(_ context.Context, m *source.LogicalMessage, lsn source.LSN) error {
-			if migrate && m.Prefix == markerPrefix && string(m.Content) == token {
-				caughtUp.Store(true)
-				return fmt.Errorf("caught up at %s: %w", lsn, apply.ErrStop)
-			}
-			return nil
-		},
+		Slot:             cfg.Slot,
+		TwoPhase:         twoPhase,
+		SpillDir:         cfg.SpillDir,
+		OnLogicalMessage: cu.onMessage,
 	}
 	sf, _ := schema.NewSourceFacts(srcConn).(*schema.SourceFacts)
 	if sf != nil {
@@ -437,18 +432,82 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
 	defer streamProcs(r.sharedCores(), r.Getenv, log)()
 
-	var target source.LSN
 	if migrate {
-		if major >= 14 {
-			if target, err = source.EmitMarker(ctx, srcConn, markerPrefix, []byte(token)); err != nil {
+		if cu.markers {
+			if cu.target, err = source.EmitMarker(ctx, srcConn, markerPrefix, []byte(cu.token)); err != nil {
 				return 0, err
 			}
-		} else if target, err = source.CurrentWALLSN(ctx, srcConn); err != nil {
+		} else if cu.target, err = source.CurrentWALLSN(ctx, srcConn); err != nil {
 			return 0, err
 		}
-		log.Info("catching up", "to", target.String())
+		log.Info("catching up", "to", cu.target.String())
 	}
+	var watch func(context.Context) error
+	if !migrate && cfg.PublicationCheck > 0 {
+		watch = func(ctx context.Context) error { return watchPublication(ctx, cfg, tgt, major, log) }
+	}
+	applyErr := r.follow(ctx, st, source.NewDecoder(opts.Proto), applier, cu, watch)
+	durable := applier.Durable()
+	if applyErr != nil {
+		if retryable(applyErr) && ctx.Err() == nil {
+			// The run goes on in a new session (see run's "will retry"),
+			// unless the same change keeps failing: no error yet.
+			log.Warn("session ended: a new one starts from the stored position", "durable_lsn", durable.String(), "error", applyErr.Error())
+		} else {
+			log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
+		}
+		return 0, applyErr
+	}
+	if cu.reached.Load() {
+		if err := r.setSequences(ctx, tgt, srcConn); err != nil {
+			log.Error("stopped", "durable_lsn", durable.String(), "error", err.Error())
+			return 0, err
+		}
+		// Every transaction before the marker is durable on the target.
+		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", cu.target.String())
+		return cu.target, nil
+	}
+	log.Info("stopped cleanly", "durable_lsn", durable.String())
+	if migrate {
+		return 0, ErrMigrateInterrupted
+	}
+	return 0, nil
+}
 
+// replStream is the replication stream a session follows (*source.Stream).
+type replStream interface {
+	apply.FrameSource
+	apply.ReceivedReporter
+	Run(ctx context.Context) error
+}
+
+var _ replStream = (*source.Stream)(nil)
+
+// catchUp is how migrate knows it has caught up: the logical message it
+// emitted with token (markers: the source is 14 or newer), or, before 14,
+// the durable position passing target, the WAL position read after the copy.
+type catchUp struct {
+	migrate, markers bool
+	token            string
+	target           source.LSN
+	reached          atomic.Bool
+}
+
+// onMessage is apply's OnLogicalMessage: the marker stops apply.
+func (c *catchUp) onMessage(_ context.Context, m *source.LogicalMessage, lsn source.LSN) error {
+	if c.migrate && m.Prefix == markerPrefix && string(m.Content) == c.token {
+		c.reached.Store(true)
+		return fmt.Errorf("caught up at %s: %w", lsn, apply.ErrStop)
+	}
+	return nil
+}
+
+// follow applies st with applier until ctx ends (a signal), migrate catches
+// up (cu), watch (nil: none) or apply fails, or the stream ends; then, apply
+// stopped, it flushes what is in hand and acknowledges what is durable before
+// the stream closes. It returns the session's error, nil for a clean stop.
+func (r *Relay) follow(ctx context.Context, st replStream, dec apply.Decoder, applier *apply.Applier, cu *catchUp, watch func(context.Context) error) error {
+	migrate, caughtUp, target := cu.migrate, &cu.reached, cu.target
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
 	g, gctx := errgroup.WithContext(streamCtx)
@@ -465,7 +524,7 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 		}
 		stopApply()
 	}()
-	if migrate && major < 14 {
+	if migrate && !cu.markers {
 		// No logical messages before 14: done when the durable position passes
 		// the WAL position read after the copy.
 		g.Go(func() error {
@@ -485,11 +544,11 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 			}
 		})
 	}
-	if !migrate && cfg.PublicationCheck > 0 {
-		g.Go(func() error { return watchPublication(applyCtx, cfg, tgt, major, log) })
+	if watch != nil {
+		g.Go(func() error { return watch(applyCtx) })
 	}
 	g.Go(func() error {
-		err := apply.Run(applyCtx, st, source.NewDecoder(opts.Proto), applier)
+		err := apply.Run(applyCtx, st, dec, applier)
 		if errors.Is(err, apply.ErrStop) || applyCtx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 			return nil
 		}
@@ -504,7 +563,7 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 		return err
 	})
 	applyErr := g.Wait()
-	if applyErr == nil && caughtUp.Load() && major >= 14 {
+	if applyErr == nil && caughtUp.Load() && cu.markers {
 		// Everything before the marker is applied: store the marker's position
 		// when nothing is in hand, so status shows no lag and the slot advances.
 		if err := applier.StorePosition(context.WithoutCancel(ctx), target); err != nil {
@@ -521,31 +580,7 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 	if applyErr == nil && serr != nil && !errors.Is(serr, context.Canceled) && ctx.Err() == nil && !caughtUp.Load() {
 		applyErr = serr
 	}
-	durable := applier.Durable()
-	if applyErr != nil {
-		if retryable(applyErr) && ctx.Err() == nil {
-			// The run goes on in a new session (see run's "will retry"),
-			// unless the same change keeps failing: no error yet.
-			log.Warn("session ended: a new one starts from the stored position", "durable_lsn", durable.String(), "error", applyErr.Error())
-		} else {
-			log.Error("stopped", "durable_lsn", durable.String(), "error", applyErr.Error())
-		}
-		return 0, applyErr
-	}
-	if caughtUp.Load() {
-		if err := r.setSequences(ctx, tgt, srcConn); err != nil {
-			log.Error("stopped", "durable_lsn", durable.String(), "error", err.Error())
-			return 0, err
-		}
-		// Every transaction before the marker is durable on the target.
-		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", target.String())
-		return target, nil
-	}
-	log.Info("stopped cleanly", "durable_lsn", durable.String())
-	if migrate {
-		return 0, ErrMigrateInterrupted
-	}
-	return 0, nil
+	return applyErr
 }
 
 // stoppedMidGroup tells the error of a group of transactions a signal cut
@@ -709,6 +744,13 @@ func (r *Relay) checkTarget(ctx context.Context, src *pgx.Conn, tgt sink.Sink) e
 	if err != nil {
 		return fmt.Errorf("target: check the role's privileges: %w", err)
 	}
+	return r.targetProblems(found)
+}
+
+// targetProblems words what the target's preflight found: an error for
+// what keeps pgrelay from writing there, a warning for a setting that breaks
+// a guarantee.
+func (r *Relay) targetProblems(found []sink.Problem) error {
 	var role, other []string
 	for _, p := range found {
 		switch p.Kind {

@@ -101,34 +101,13 @@ func (s *tableSyncs) empty() bool { return s == nil || len(s.byName) == 0 }
 // created the slot when it did (streaming goes on from it), and the snapshots
 // of tables whose copy was redone under a later one.
 func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error) {
-	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
+	d, err := s.decide(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	states, err := s.tgt.TableStates(ctx, s.cfg.Slot)
-	if err != nil {
-		return nil, nil, err
-	}
-	syncLSN := newTableSyncs()
-	for _, st := range states {
-		if st.SyncLSN == 0 {
-			continue
-		}
-		ts := tableSync{lsn: st.SyncLSN}
-		if st.SyncSnapshot != "" {
-			snap, err := source.ParseTxidSnapshot(st.SyncSnapshot)
-			if err != nil {
-				return nil, nil, fmt.Errorf("target: pgrelay.table_state of %s.%s: %w", st.Schema, st.Name, err)
-			}
-			ts.snap = &snap
-		}
-		syncLSN.add(st.RelationID, st.Schema+"."+st.Name, ts)
-	}
-	switch s.cfg.Snapshot {
-	case "never":
-		if found {
-			return nil, syncLSN, nil
-		}
+	seed, syncLSN := d.seed, d.syncs
+	switch d.action {
+	case seedWithoutCopy:
 		cp := s.slot.ConfirmedFlushLSN
 		var repl *source.ReplConn
 		if !s.slot.Exists {
@@ -143,45 +122,42 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error
 		}
 		s.log.Info("PGRELAY_SNAPSHOT=never: streaming changes only, no table copy", "from", cp.String())
 		return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, cp)
-	case "auto":
-		if found && seed.SnapshotDone {
-			if err := s.checkPublished(ctx, states); err != nil {
-				return nil, nil, err
-			}
-			done, published, added, optional, err := s.knownTables(ctx, states)
-			if err != nil || len(added) == 0 {
-				return nil, syncLSN, err
-			}
-			// Published since the copy (ALTER PUBLICATION … ADD TABLE, an
-			// unlogged table made SET LOGGED): their rows from before would
-			// never arrive otherwise.
-			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", strings.Join(added, ", "))
-			if err := s.checkTargetTables(ctx, published); err != nil {
-				return nil, nil, err
-			}
-			if !optional {
-				return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", 0)
-			}
-			// Under FOR ALL TABLES the stream carries the rows of all but a
-			// table made SET LOGGED: not worth waiting long for a lock of
-			// another published table (a prepared transaction may hold one
-			// until pgrelay streams).
-			repl, sync, err := s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", optionalCopyLockWait)
-			if source.IsLockTimeout(err) {
-				s.log.Warn("did not copy the tables created while pgrelay was stopped: "+source.LockedHint+"; the stream carries their rows, except those of an unlogged table made SET LOGGED, which the next start copies",
-					"tables", strings.Join(added, ", "))
-				return nil, syncLSN, nil
-			}
-			return repl, sync, err
+	case seedStream:
+		if s.cfg.Snapshot == "never" {
+			return nil, syncLSN, nil
 		}
-		if found {
-			return s.redo(ctx, seed, states, syncLSN)
+		if err := s.checkPublished(ctx, d.states); err != nil {
+			return nil, nil, err
 		}
+		done, published, added, optional, err := s.knownTables(ctx, d.states)
+		if err != nil || len(added) == 0 {
+			return nil, syncLSN, err
+		}
+		// Published since the copy (ALTER PUBLICATION … ADD TABLE, an
+		// unlogged table made SET LOGGED): their rows from before would
+		// never arrive otherwise.
+		s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", strings.Join(added, ", "))
+		if err := s.checkTargetTables(ctx, published); err != nil {
+			return nil, nil, err
+		}
+		if !optional {
+			return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", 0)
+		}
+		// Under FOR ALL TABLES the stream carries the rows of all but a
+		// table made SET LOGGED: not worth waiting long for a lock of
+		// another published table (a prepared transaction may hold one
+		// until pgrelay streams).
+		repl, sync, err := s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", optionalCopyLockWait)
+		if source.IsLockTimeout(err) {
+			s.log.Warn("did not copy the tables created while pgrelay was stopped: "+source.LockedHint+"; the stream carries their rows, except those of an unlogged table made SET LOGGED, which the next start copies",
+				"tables", strings.Join(added, ", "))
+			return nil, syncLSN, nil
+		}
+		return repl, sync, err
+	case seedResume:
+		return s.copyUnder(ctx, seed, d.done, syncLSN, "resuming an interrupted copy", 0)
 	}
 	// A fresh copy: PGRELAY_SNAPSHOT=always, or auto on a target never seeded.
-	if s.slot.Exists && s.slot.Active {
-		return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
-	}
 	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		return nil, nil, fmt.Errorf("%s; run again once it is released: %w", source.LockedHint, err)
@@ -228,20 +204,89 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error
 	return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, info.ConsistentPoint)
 }
 
-// redo finishes a copy that a crash interrupted: the tables not done are
-// copied again under a new snapshot taken with a temporary slot, and changes to
-// them from before that snapshot are skipped while streaming from the slot.
-func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN *tableSyncs) (*source.ReplConn, *tableSyncs, error) {
-	if !s.slot.Exists {
-		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", s.cfg.Slot)
+// seedAction is what a start does to bring the target to a state it can
+// stream into.
+type seedAction int
+
+const (
+	// seedStream: the target is seeded; stream from its position (with
+	// PGRELAY_SNAPSHOT=auto, after copying tables the publication gained).
+	seedStream seedAction = iota
+	// seedWithoutCopy: PGRELAY_SNAPSHOT=never on a target never seeded:
+	// record the slot's position and copy nothing.
+	seedWithoutCopy
+	// seedResume: a copy a crash interrupted: the tables not done are
+	// copied again under a new snapshot taken without a slot, and changes to
+	// them from before that snapshot are skipped while streaming from the
+	// slot.
+	seedResume
+	// seedFresh: copy every table under a new slot (PGRELAY_SNAPSHOT=always,
+	// or auto on a target never seeded).
+	seedFresh
+)
+
+// seedDecision is what PGRELAY_SNAPSHOT, the slot and the target's seed
+// record decide.
+type seedDecision struct {
+	action seedAction
+	seed   sink.Seed
+	states []sink.TableState
+	// syncs are the tables whose copy was redone under a later snapshot.
+	syncs *tableSyncs
+	// done are, for seedResume, the tables already copied.
+	done map[string]bool
+}
+
+// decide reads the target's seed record and table states and decides what
+// the start does; an error when it cannot go on.
+func (s *seeder) decide(ctx context.Context) (seedDecision, error) {
+	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
+	if err != nil {
+		return seedDecision{}, err
 	}
-	done := map[string]bool{}
+	states, err := s.tgt.TableStates(ctx, s.cfg.Slot)
+	if err != nil {
+		return seedDecision{}, err
+	}
+	d := seedDecision{seed: seed, states: states, syncs: newTableSyncs()}
 	for _, st := range states {
-		if st.State == sink.TableIndexed {
-			done[st.Schema+"."+st.Name] = true
+		if st.SyncLSN == 0 {
+			continue
 		}
+		ts := tableSync{lsn: st.SyncLSN}
+		if st.SyncSnapshot != "" {
+			snap, err := source.ParseTxidSnapshot(st.SyncSnapshot)
+			if err != nil {
+				return seedDecision{}, fmt.Errorf("target: pgrelay.table_state of %s.%s: %w", st.Schema, st.Name, err)
+			}
+			ts.snap = &snap
+		}
+		d.syncs.add(st.RelationID, st.Schema+"."+st.Name, ts)
 	}
-	return s.copyUnder(ctx, seed, done, syncLSN, "resuming an interrupted copy", 0)
+	switch {
+	case s.cfg.Snapshot == "never" && found, s.cfg.Snapshot == "auto" && found && seed.SnapshotDone:
+		d.action = seedStream
+		return d, nil
+	case s.cfg.Snapshot == "never":
+		d.action = seedWithoutCopy
+		return d, nil
+	case s.cfg.Snapshot == "auto" && found:
+		if !s.slot.Exists {
+			return seedDecision{}, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", s.cfg.Slot)
+		}
+		d.action, d.done = seedResume, map[string]bool{}
+		for _, st := range states {
+			if st.State == sink.TableIndexed {
+				d.done[st.Schema+"."+st.Name] = true
+			}
+		}
+		return d, nil
+	}
+	if s.slot.Exists && s.slot.Active {
+		return seedDecision{}, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
+	}
+	d.action = seedFresh
+	return d, nil
 }
 
 // copyUnder copies the published tables not in done under a new snapshot;
