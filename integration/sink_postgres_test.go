@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/integration/harness"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/postgres"
@@ -55,6 +56,77 @@ func (tg *pgSinkTarget) open(t *testing.T) *postgres.Sink {
 func (tg *pgSinkTarget) Rows(t *testing.T, table *schema.Table) [][]string {
 	t.Helper()
 	return pgRows(t, tg.pg, table)
+}
+
+// The abilities of sinktest's optional Target interfaces.
+var (
+	_ sinktest.TableMaker       = (*pgSinkTarget)(nil)
+	_ sinktest.SessionKiller    = (*pgSinkTarget)(nil)
+	_ sinktest.ReadOnlySwitch   = (*pgSinkTarget)(nil)
+	_ sinktest.RestrictedOpener = (*pgSinkTarget)(nil)
+	_ sinktest.SequenceReader   = (*pgSinkTarget)(nil)
+
+	_ sinktest.PreparedCommitter = (*pgSinkTarget)(nil)
+)
+
+func (tg *pgSinkTarget) CommitPreparedBehind(t *testing.T, gid string) {
+	t.Helper()
+	tg.pg.Exec(t, "COMMIT PREPARED "+pgquote.Literal(gid))
+}
+
+func (tg *pgSinkTarget) MakeTable(t *testing.T, schemaName, name string, withRow bool) {
+	t.Helper()
+	q := pgx.Identifier{schemaName, name}.Sanitize()
+	tg.pg.Exec(t, "CREATE TABLE "+q+" (id bigint PRIMARY KEY, name text)")
+	if withRow {
+		tg.pg.Exec(t, "INSERT INTO "+q+" VALUES (1, 'theirs')")
+	}
+}
+
+func (tg *pgSinkTarget) KillSessions(t *testing.T) {
+	t.Helper()
+	tg.pg.Exec(t, `SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity
+		WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()`)
+}
+
+func (tg *pgSinkTarget) SetReadOnly(t *testing.T, on bool) {
+	t.Helper()
+	tg.pg.Exec(t, fmt.Sprintf("ALTER DATABASE %s SET default_transaction_read_only = %t", pgx.Identifier{tg.pg.DB}.Sanitize(), on))
+}
+
+// OpenRestricted opens a sink as a role that may log in and act as a replica
+// (GRANT SET ON PARAMETER, PostgreSQL 15+), and nothing more.
+func (tg *pgSinkTarget) OpenRestricted(t *testing.T) sink.Sink {
+	t.Helper()
+	if tg.pg.Major < 15 {
+		t.Skip("before PostgreSQL 15 only a superuser may set session_replication_role: no restricted role can open a sink")
+	}
+	role := "sinktest_plain_" + tg.pg.DB
+	tg.pg.Exec(t, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'plain-pw'; GRANT SET ON PARAMETER session_replication_role TO %[1]s`, pgx.Identifier{role}.Sanitize()))
+	t.Cleanup(func() {
+		tg.pg.Exec(t, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", pgx.Identifier{role}.Sanitize()))
+	})
+	u, err := url.Parse(tg.pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "plain-pw")
+	s, err := postgres.New(t.Context(), u.String(), tg.opts)
+	if err != nil {
+		t.Fatalf("postgres.New as %s: %v", role, err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func (tg *pgSinkTarget) NextValue(t *testing.T, table *schema.Table, column string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(tg.pg.QueryString(t, "SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1, $2))",
+		pgx.Identifier{table.Schema, table.Name}.Sanitize(), column), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // pgRows reads a table's rows in text form on a connection of its own.

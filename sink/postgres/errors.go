@@ -94,7 +94,9 @@ func isRetryable(err error, lost bool) bool {
 }
 
 // classify wraps err with sink.Retryable when the transaction may be retried,
-// and the target's refusal of a change's value with sink.ValueRejected.
+// the target's refusal of a change's value with sink.ValueRejected, and a
+// write refused by a read-only target (read_only_sql_transaction: a standby,
+// default_transaction_read_only) with sink.ReadOnly.
 func classify(err error, lost bool) error {
 	if err == nil {
 		return nil
@@ -104,6 +106,9 @@ func classify(err error, lost bool) error {
 	}
 	if valueRejected(err) {
 		return sink.ValueRejected(err)
+	}
+	if sqlState(err) == "25006" {
+		return sink.ReadOnly(err)
 	}
 	return err
 }

@@ -196,6 +196,18 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestClassifyReadOnly: a write a read-only target refuses is marked so, and
+// is not retried as a whole transaction.
+func TestClassifyReadOnly(t *testing.T) {
+	err := classify(changeError(sink.ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "25006", Message: "cannot execute INSERT in a read-only transaction"}}), false)
+	if !errors.Is(err, sink.ErrReadOnly) || errors.Is(err, sink.ErrRetryable) {
+		t.Errorf("classify(25006): read-only %v, retryable %v; want true, false", errors.Is(err, sink.ErrReadOnly), errors.Is(err, sink.ErrRetryable))
+	}
+	if err := classify(errors.New("x"), false); errors.Is(err, sink.ErrReadOnly) {
+		t.Errorf("another error is marked read-only")
+	}
+}
+
 // A COPY or batch cut short by the stop signal reads as the cancellation, not
 // as the closed connection; the target's own errors stay faults.
 func TestCutBy(t *testing.T) {
