@@ -1,18 +1,12 @@
 package relay
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/pgrelay/pgrelay/internal/pgconnstr"
-	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -152,50 +146,4 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
-}
-
-// Target is how the relay reaches the target; cmd/pgrelay picks it from the
-// target URL's scheme.
-type Target struct {
-	// Open connects a new sink to the target.
-	Open func(ctx context.Context) (sink.Target, error)
-	// Local says the target's server runs on this machine, sharing its cores.
-	Local bool
-	// OpenVerify opens verify's view of the target for slot; nil when the
-	// target kind cannot be verified yet.
-	OpenVerify func(ctx context.Context, slot string) (VerifyTarget, error)
-}
-
-// Relay runs pgrelay's commands on one source and one target.
-type Relay struct {
-	cfg    *Config
-	target Target
-	log    *slog.Logger
-	mon    *Monitor
-
-	// Progress, when set, shows the snapshot copy's progress (a terminal).
-	Progress io.Writer
-	// Getenv looks an environment variable up (GOMAXPROCS, see streamProcs).
-	Getenv func(string) (string, bool)
-
-	now   func() time.Time                     // time.Now
-	after func(time.Duration) <-chan time.Time // time.After: a retry's backoff
-}
-
-// New validates cfg and returns a relay that logs on log. A relay for tail
-// needs no target.
-func New(cfg Config, target Target, log *slog.Logger) (*Relay, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &Relay{cfg: &cfg, target: target, log: log, mon: newMonitor(),
-		Getenv: os.LookupEnv, now: time.Now, after: time.After}, nil
-}
-
-// Monitor is what /metrics and /healthz show of the relay's sessions.
-func (r *Relay) Monitor() *Monitor { return r.mon }
-
-// sharedCores says the source and the target both run on this machine.
-func (r *Relay) sharedCores() bool {
-	return pgconnstr.OnThisMachine(r.cfg.SourceURL) && r.target.Local
 }

@@ -14,8 +14,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgrelay/pgrelay/apply"
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
@@ -38,6 +41,51 @@ const markerPrefix = "pgrelay.caught_up"
 // backoff 1, 2, 4, 8 s) before it gives up on a server that stays unreachable;
 // `pgrelay replicate` keeps trying.
 const migrateAttempts = 5
+
+// Target is how the relay reaches the target; cmd/pgrelay picks it from the
+// target URL's scheme.
+type Target struct {
+	// Open connects a new sink to the target.
+	Open func(ctx context.Context) (sink.Target, error)
+	// Local says the target's server runs on this machine, sharing its cores.
+	Local bool
+	// OpenVerify opens verify's view of the target for slot; nil when the
+	// target kind cannot be verified yet.
+	OpenVerify func(ctx context.Context, slot string) (VerifyTarget, error)
+}
+
+// Relay runs pgrelay's commands on one source and one target.
+type Relay struct {
+	cfg    *Config
+	target Target
+	log    *slog.Logger
+	mon    *Monitor
+
+	// Progress, when set, shows the snapshot copy's progress (a terminal).
+	Progress io.Writer
+
+	getenv func(string) (string, bool)          // os.LookupEnv (GOMAXPROCS, see streamProcs)
+	now    func() time.Time                     // time.Now
+	after  func(time.Duration) <-chan time.Time // time.After: a retry's backoff
+}
+
+// New validates cfg and returns a relay that logs on log. A relay for tail
+// needs no target.
+func New(cfg Config, target Target, log *slog.Logger) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Relay{cfg: &cfg, target: target, log: log, mon: newMonitor(),
+		getenv: os.LookupEnv, now: time.Now, after: time.After}, nil
+}
+
+// Monitor is what /metrics and /healthz show of the relay's sessions.
+func (r *Relay) Monitor() *Monitor { return r.mon }
+
+// sharedCores says the source and the target both run on this machine.
+func (r *Relay) sharedCores() bool {
+	return pgconnstr.OnThisMachine(r.cfg.SourceURL) && r.target.Local
+}
 
 // Replicate runs `pgrelay replicate`: the same start as Migrate, then the
 // stream until ctx ends (a signal), which is a clean stop (nil).
@@ -54,13 +102,13 @@ func (r *Relay) Migrate(ctx context.Context) (source.LSN, error) {
 	return r.run(ctx, true, r.session)
 }
 
-// session is one attempt of a run; migrate's returns where it caught up.
-type session func(ctx context.Context, migrate bool) (caughtUp source.LSN, err error)
+// attempt is one session of a run; migrate's returns where it caught up.
+type attempt func(ctx context.Context, migrate bool) (caughtUp source.LSN, err error)
 
 // run runs one replicate or migrate command: a session, and new sessions
 // with backoff after errors a retry can cure (a server gone away, the slot
 // busy), until the command is done or told to stop.
-func (r *Relay) run(ctx context.Context, migrate bool, session session) (source.LSN, error) {
+func (r *Relay) run(ctx context.Context, migrate bool, session attempt) (source.LSN, error) {
 	backoff := time.Second
 	failures := 0 // in a row, without a session that reached streaming
 	// A value the target refused, again and again at the same change, does
@@ -430,7 +478,7 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 	r.mon.stream.Store(st)
 	r.mon.streamOK.Store(true)
 	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
-	defer streamProcs(r.sharedCores(), r.Getenv, log)()
+	defer streamProcs(r.sharedCores(), r.getenv, log)()
 
 	if migrate {
 		if cu.markers {
