@@ -3,7 +3,11 @@
 // mapping of a source relation onto target DDL, one dialect per target kind.
 package schema
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
+)
 
 // Replica identity settings, as sent in Relation messages.
 const (
@@ -50,6 +54,9 @@ type Type struct {
 	DomainNotNull bool
 	DomainChecks  []string
 	DomainDefault string
+	// DomainCollation is a domain's own collation, quoted and
+	// schema-qualified; "" when it is its base type's.
+	DomainCollation string `json:",omitempty"`
 	// Attributes are the fields of a composite type, in order.
 	Attributes []Attribute
 	// RowType marks a composite type that is a table's row type (of the
@@ -215,3 +222,7 @@ func (t *Table) TargetKey() []string {
 
 // QualifiedName is schema.name as the source spells it, unquoted, for messages.
 func (t *Table) QualifiedName() string { return t.Schema + "." + t.Name }
+
+// DisplayName is schema.name for log lines and messages, each part quoted
+// where it needs to be (public."a.b,c"), as quote_ident does.
+func (t *Table) DisplayName() string { return pgquote.Name(t.Schema, t.Name) }

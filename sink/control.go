@@ -80,7 +80,9 @@ type ForeignTable struct {
 }
 
 // Preflighter is the capability to check, before pgrelay creates anything on
-// the source, that the target will take what pgrelay writes there.
+// the source, that the target will take what pgrelay writes there. The relay
+// also asks it, on a new sink, what makes a target read-only when a write was
+// refused (*ReadOnlyError without its Database).
 type Preflighter interface {
 	// Preflight returns the problems of writing tables into schemas (the
 	// published tables' schemas) and pgrelay's metadata. An error means the
@@ -97,7 +99,9 @@ const (
 	// ProblemCreateTables: the role may not create tables in an existing
 	// schema pgrelay writes into.
 	ProblemCreateTables
-	// ProblemReadOnly: the target takes no writes.
+	// ProblemReadOnly: the target takes no writes: Object is the database,
+	// Fix what makes it read-only and how to undo it. The relay retries
+	// until it is writable (*ReadOnlyError).
 	ProblemReadOnly
 	// ProblemSetting: a server setting breaks a guarantee (durability,
 	// exactly once); the relay warns and goes on.

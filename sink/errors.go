@@ -44,11 +44,43 @@ var ErrChangeRefused = errors.New("change refused by the target")
 
 // ErrReadOnly marks errors of a target that takes no writes (a standby, a
 // database or role set read-only): an operator's fix away, not the data's.
+// The relay retries it (replicate until it is fixed, migrate within its
+// attempts). A *ReadOnlyError satisfies errors.Is(err, ErrReadOnly).
 var ErrReadOnly = errors.New("the target is read-only")
 
-// ReadOnly wraps err so that errors.Is(err, ErrReadOnly) holds while the
-// message and the original chain stay intact.
-func ReadOnly(err error) error { return mark(err, ErrReadOnly) }
+// ReadOnlyError says that the target database takes no writes, and, when
+// known, what makes it so.
+type ReadOnlyError struct {
+	// Database is the target database as the target quotes it; "" when not
+	// known (the refusal was seen where it is not).
+	Database string
+	// Cause is what makes it read-only and how to undo it; "" when not known.
+	Cause string
+	// Err is the target's refusal of a write; nil when it was found read-only
+	// before writing (sink.Preflighter).
+	Err error
+}
+
+func (e *ReadOnlyError) Error() string {
+	db := "the target database"
+	if e.Database != "" {
+		db = "target database " + e.Database
+	}
+	cause := e.Cause
+	if cause == "" {
+		cause = "its sessions are read-only: make it writable, or point PGRELAY_TARGET_URL at the primary"
+	}
+	msg := db + " takes no writes: " + cause
+	if e.Err != nil {
+		msg += " (" + e.Err.Error() + ")"
+	}
+	return msg
+}
+
+func (e *ReadOnlyError) Unwrap() error { return e.Err }
+
+// Is makes a *ReadOnlyError satisfy errors.Is(err, ErrReadOnly).
+func (e *ReadOnlyError) Is(target error) bool { return target == ErrReadOnly }
 
 // mark wraps err so that errors.Is(err, sentinel) holds while the message and
 // the original chain stay intact.

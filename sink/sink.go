@@ -24,7 +24,8 @@
 //	TableInspector       yes       (a fresh copy refuses tables holding foreign rows)
 //	Preflighter          no        no check before the source is set up: a missing
 //	                               privilege or a read-only target shows at the
-//	                               first write, after the publication was made
+//	                               first write, after the publication was made;
+//	                               a read-only target's refusal is not explained
 //	Preconnecter         no        connections open on first use, one after another
 //	TablesEnsurer        no        the copy creates its tables one by one
 //	Cleaner              one of    the copy cannot empty a table before loading it,
@@ -55,6 +56,8 @@
 //	                               rows it had
 //	SequenceSetter       no        migrate leaves the target's sequences as they are
 //	StatsReporter        no        /metrics shows no target counters
+//	Verifier             no        verify cannot compare the target (sink/verify.go;
+//	                               VerifyChecksums: rows are read and hashed)
 //
 // # Errors
 //
@@ -63,7 +66,8 @@
 // relay decide with errors.Is alone: ErrRetryable (a new session may
 // succeed), ErrValueRejected (a value refused as invalid or failing a check),
 // ErrChangeRefused (any refusal of a change's row: a value, a constraint),
-// ErrReadOnly (the target takes no writes). The error of one change is a
+// ErrReadOnly (the target takes no writes: a *ReadOnlyError, retried until an
+// operator fixes it). The error of one change is a
 // *ChangeError naming the table, the row's key and the source LSN.
 package sink
 

@@ -150,13 +150,15 @@ func OpenTransactions(ctx context.Context, conn *pgx.Conn) (prepared, running []
 }
 
 // SnapshotXids reads the transaction ids of the snapshot of conn's open
-// transaction (txid_current_snapshot()); name names it in the error.
-func SnapshotXids(ctx context.Context, conn *pgx.Conn, name string) (TxidSnapshot, error) {
+// transaction (txid_current_snapshot()), and its text as the server printed
+// it; name names it in the error.
+func SnapshotXids(ctx context.Context, conn *pgx.Conn, name string) (TxidSnapshot, string, error) {
 	var text string
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&text); err != nil {
-		return TxidSnapshot{}, fmt.Errorf("source: read the transaction ids of snapshot %s: %w", name, err)
+		return TxidSnapshot{}, "", fmt.Errorf("source: read the transaction ids of snapshot %s: %w", name, err)
 	}
-	return ParseTxidSnapshot(text)
+	snap, err := ParseTxidSnapshot(text)
+	return snap, text, err
 }
 
 // SetLockTimeout bounds, for the rest of conn's open transaction, the wait for
@@ -192,25 +194,4 @@ func ReadSequencesWaiting(ctx context.Context, conn *pgx.Conn, publication strin
 // GrantRead is the statement that lets role read the sequence's value.
 func (q Sequence) GrantRead(role string) string {
 	return fmt.Sprintf("GRANT SELECT ON SEQUENCE %s TO %s", pgx.Identifier{q.Schema, q.Name}.Sanitize(), pgx.Identifier{role}.Sanitize())
-}
-
-// DisplayName is schema.name with each part in double quotes when it is not a
-// plain lower-case identifier, as quote_ident does (keywords aside).
-func DisplayName(schema, name string) string {
-	return DisplayIdent(schema) + "." + DisplayIdent(name)
-}
-
-// DisplayIdent is one part of DisplayName.
-func DisplayIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return pgquote.Ident(s)
 }

@@ -76,19 +76,3 @@ func TestTLSRefusedIsFatal(t *testing.T) {
 		t.Errorf("the described error is no longer fatal")
 	}
 }
-
-func TestDisplayName(t *testing.T) {
-	for _, c := range []struct{ schema, name, want string }{
-		{"public", "orders", "public.orders"},
-		{"public", "St.Odd Name", `public."St.Odd Name"`},
-		{"App ü", "t_1", `"App ü".t_1`},
-		{"s", `a"b`, `s."a""b"`},
-		{"s", "1st", `s."1st"`},
-		{"_s", "a$b", `_s."a$b"`},
-		{"s", "", `s.""`},
-	} {
-		if got := DisplayName(c.schema, c.name); got != c.want {
-			t.Errorf("DisplayName(%q, %q) = %s, want %s", c.schema, c.name, got, c.want)
-		}
-	}
-}

@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/pgrelay/pgrelay/apply"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
@@ -49,9 +51,6 @@ type Target struct {
 	Open func(ctx context.Context) (sink.Target, error)
 	// Local says the target's server runs on this machine, sharing its cores.
 	Local bool
-	// OpenVerify opens verify's view of the target for slot; nil when the
-	// target kind cannot be verified yet.
-	OpenVerify func(ctx context.Context, slot string) (VerifyTarget, error)
 }
 
 // Relay runs pgrelay's commands on one source and one target.
@@ -119,6 +118,9 @@ func (r *Relay) run(ctx context.Context, migrate bool, session attempt) (source.
 		start := r.now()
 		r.mon.sessionStarted()
 		caughtUp, err := session(ctx, migrate)
+		// A read-only target refused a write: said with the database and
+		// the setting that makes it so, and retried.
+		err = r.explainReadOnly(ctx, err)
 		streamed := r.mon.streamOK.Load()
 		r.mon.sessionEnded(err)
 		if streamed {
@@ -205,7 +207,7 @@ func valueRefused(err error) bool { return errors.Is(err, sink.ErrChangeRefused)
 
 // retryable tells the errors after which a new session may succeed: lost or
 // refused connections, a busy slot (source.Retryable), what a sink marks
-// retryable; never what source.Fatal calls fatal, nor a local file (the spill
+// retryable, a read-only target (an operator's fix away); never what source.Fatal calls fatal, nor a local file (the spill
 // directory) that cannot be written (its errno would pass for a net.Error):
 // a person must act.
 func retryable(err error) bool {
@@ -213,7 +215,7 @@ func retryable(err error) bool {
 	if errors.As(err, &pathErr) || source.Fatal(err) {
 		return false
 	}
-	return errors.Is(err, sink.ErrRetryable) || source.Retryable(err)
+	return errors.Is(err, sink.ErrRetryable) || errors.Is(err, sink.ErrReadOnly) || source.Retryable(err)
 }
 
 func (c *Config) sourceConn() source.ConnConfig {
@@ -264,8 +266,22 @@ func (r *Relay) session(ctx context.Context, migrate bool) (caughtUp source.LSN,
 		targetDone <- err
 	}()
 	targetErr := sync.OnceValue(func() error { return <-targetDone })
-	// A publication is created only once the target is ready for the data.
-	pcc.BeforeCreatePublication = func(context.Context) error { return targetErr() }
+	// A publication is created only once the target is ready for the data,
+	// and only when it can help: a slot the target was seeded from cannot
+	// send what was written while its publication was missing.
+	pcc.BeforeCreatePublication = func(ctx context.Context) error {
+		if err := targetErr(); err != nil {
+			return err
+		}
+		if cfg.Snapshot == "always" {
+			return nil
+		}
+		_, seeded, err := tgt.Seed(ctx, cfg.Slot)
+		if err == nil && seeded {
+			err = &source.PublicationDroppedError{Publication: cfg.Publication, Slot: cfg.Slot}
+		}
+		return err
+	}
 	pre, err := source.PreflightOn(ctx, srcConn, conns.replErr, pcc)
 	if err != nil {
 		// A wait for another pgrelay's lock ends with it.
@@ -757,7 +773,7 @@ func (r *Relay) setSequences(ctx context.Context, tgt sink.Sink, srcConn *pgx.Co
 	for _, q := range seqs {
 		if !q.Readable {
 			r.log.Warn("sequence not set on the target: the source role may not read it",
-				"sequence", q.Schema+"."+q.Name, "fix", q.GrantRead(srcConn.Config().User))
+				"sequence", pgquote.Name(q.Schema, q.Name), "fix", q.GrantRead(srcConn.Config().User))
 			continue
 		}
 		readable = append(readable, q)
@@ -772,53 +788,94 @@ func (r *Relay) setSequences(ctx context.Context, tgt sink.Sink, srcConn *pgx.Co
 }
 
 // checkTarget checks, before anything is created on the source, that the
-// target will take what pgrelay writes there (sink.Preflighter): that the role
-// may create pgrelay's metadata schema, the schemas that do not exist yet and
-// tables in the existing ones. The schemas are the publication's, or those it
-// would publish when pgrelay creates it. Source trouble is left to preflight,
-// which reports it better. A setting that breaks a guarantee is warned about.
+// target will take what pgrelay writes there (sink.Preflighter): that it
+// takes writes at all, that the role may create pgrelay's metadata schema,
+// the schemas that do not exist yet and tables in the existing ones. The
+// schemas are the publication's, or those it would publish when pgrelay
+// creates it. Source trouble is left to preflight, which reports it better.
+// A setting that breaks a guarantee is warned about.
 func (r *Relay) checkTarget(ctx context.Context, src *pgx.Conn, tgt sink.Sink) error {
 	pf, ok := tgt.(sink.Preflighter)
 	if !ok {
 		return nil
 	}
-	schemas, err := source.PublicationSchemas(ctx, src, r.cfg.Publication, r.cfg.Tables)
-	if err != nil {
-		// Preflight reports a source in trouble better; a locked table
-		// leaves the target's privileges to the first CREATE.
-		return nil
-	}
+	// A source in trouble (or a locked table) leaves the privileges to the
+	// first CREATE; a read-only target is still found.
+	schemas, serr := source.PublicationSchemas(ctx, src, r.cfg.Publication, r.cfg.Tables)
 	found, err := pf.Preflight(ctx, schemas)
 	if err != nil {
 		return fmt.Errorf("target: check the role's privileges: %w", err)
 	}
+	if serr != nil {
+		found = slices.DeleteFunc(found, func(p sink.Problem) bool { return p.Kind != sink.ProblemReadOnly })
+	}
 	return r.targetProblems(found)
 }
 
-// targetProblems words what the target's preflight found: an error for
-// what keeps pgrelay from writing there, a warning for a setting that breaks
-// a guarantee.
+// targetProblems words what the target's preflight found: a read-only
+// target first (a *sink.ReadOnlyError, retried until an operator fixes
+// it), then an error for what else keeps pgrelay from writing there, a
+// warning for a setting that breaks a guarantee.
 func (r *Relay) targetProblems(found []sink.Problem) error {
-	var role, other []string
+	for _, p := range found {
+		if p.Kind == sink.ProblemReadOnly {
+			return &sink.ReadOnlyError{Database: p.Object, Cause: p.Fix}
+		}
+	}
+	var role []string
 	for _, p := range found {
 		switch p.Kind {
 		case sink.ProblemCreateTables:
 			role = append(role, fmt.Sprintf("may not create tables in schema %s: %s", p.Object, p.Fix))
 		case sink.ProblemCreateSchema:
 			role = append(role, fmt.Sprintf("may not create schema %s: %s", p.Object, p.Fix))
-		case sink.ProblemReadOnly:
-			other = append(other, fmt.Sprintf("target: %s is read-only, and pgrelay writes the tables and its metadata there: %s", p.Object, p.Fix))
 		case sink.ProblemSetting:
 			r.log.Warn("a target setting breaks a guarantee of pgrelay", "setting", p.Object, "fix", p.Fix)
 		}
 	}
 	if len(role) > 0 {
-		other = append([]string{"target: the role " + strings.Join(role, "; and ")}, other...)
-	}
-	if len(other) > 0 {
-		return errors.New(strings.Join(other, "; "))
+		return errors.New("target: the role " + strings.Join(role, "; and "))
 	}
 	return nil
+}
+
+// explainTimeout bounds explainReadOnly's look at the target.
+const explainTimeout = 30 * time.Second
+
+// explainReadOnly adds to err, when it is a write a read-only target refused
+// whose database and cause are not known (a *sink.ReadOnlyError without its
+// Database), what makes the database read-only, read on a new sink
+// (sink.Preflighter); any other err is returned as it is.
+func (r *Relay) explainReadOnly(ctx context.Context, err error) error {
+	var ro *sink.ReadOnlyError
+	if !errors.As(err, &ro) || ro.Database != "" || r.target.Open == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
+	defer cancel()
+	tgt, oerr := r.target.Open(ctx)
+	if oerr != nil {
+		return err
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+	pf, ok := tgt.(sink.Preflighter)
+	if !ok {
+		return err
+	}
+	found, perr := pf.Preflight(ctx, nil)
+	if perr != nil {
+		return err
+	}
+	refusal := ro.Err
+	if refusal == nil {
+		refusal = err
+	}
+	for _, p := range found {
+		if p.Kind == sink.ProblemReadOnly {
+			return &sink.ReadOnlyError{Database: p.Object, Cause: p.Fix, Err: refusal}
+		}
+	}
+	return &sink.ReadOnlyError{Cause: "its sessions were read-only and are not any more", Err: refusal}
 }
 
 // sourceTxnAborted tells whether source transaction xid was rolled back

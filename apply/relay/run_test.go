@@ -215,7 +215,9 @@ func TestRetryableClasses(t *testing.T) {
 		{sink.Retryable(errors.New("conn lost")), true},
 		// A sink's retryable error that a person must fix after all.
 		{sink.Retryable(&pgconn.PgError{Code: "28P01"}), false},
-		{sink.ReadOnly(errors.New("read-only")), false},
+		// An operator's fix away: retried until it is made.
+		{&sink.ReadOnlyError{Err: errors.New("read-only")}, true},
+		{fmt.Errorf("apply: %w", &sink.ReadOnlyError{Database: `"db"`}), true},
 		{&sink.ChangeError{Err: errors.New("x"), Refused: true}, false},
 	} {
 		if got := retryable(c.err); got != c.want {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/apply/snapshot"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
@@ -102,6 +103,13 @@ func (s *tableSyncs) empty() bool { return s == nil || len(s.byName) == 0 }
 // of tables whose copy was redone under a later one.
 func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error) {
 	d, err := s.decide(ctx)
+	if inUse := (*slotInUseError)(nil); errors.As(err, &inUse) {
+		client, cerr := source.ReadSlotClient(ctx, s.srcConn, inUse.pid)
+		if cerr != nil {
+			return nil, nil, cerr
+		}
+		inUse.client = &client
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -283,11 +291,30 @@ func (s *seeder) decide(ctx context.Context) (seedDecision, error) {
 		return d, nil
 	}
 	if s.slot.Exists && s.slot.Active {
-		return seedDecision{}, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
+		return seedDecision{}, &slotInUseError{slot: s.cfg.Slot, pid: s.slot.ActivePID}
 	}
 	d.action = seedFresh
 	return d, nil
 }
+
+// slotInUseError refuses a copy under a new slot while a client streams from
+// the slot it replaces (source.ErrSlotInUse: retried).
+type slotInUseError struct {
+	slot   string
+	pid    int
+	client *source.SlotClient // who it is, when read (seed reads it)
+}
+
+func (e *slotInUseError) Error() string {
+	who, find := "", ""
+	if e.client != nil {
+		who, find = " ("+e.client.String()+")", " ("+e.client.FindHint()+")"
+	}
+	return fmt.Sprintf("slot %q is in use: a client streams from it through walsender pid %d%s, most likely another pgrelay replicate or migrate; the copy replaces the slot once it is free: stop that client%s: %s",
+		e.slot, e.pid, who, find, source.ErrSlotInUse)
+}
+
+func (e *slotInUseError) Unwrap() error { return source.ErrSlotInUse }
 
 // copyUnder copies the published tables not in done under a new snapshot;
 // streaming from the slot skips their changes that snapshot sees (syncLSN).
@@ -435,7 +462,8 @@ func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName stri
 			return nil, snap, err
 		}
 	}
-	snap, err := source.SnapshotXids(ctx, conn, snapshotName)
+	snap, snapText, err := source.SnapshotXids(ctx, conn, snapshotName)
+	s.log.Debug("the copy's snapshot", "snapshot", snapshotName, "txid_snapshot", snapText)
 	if err != nil {
 		return nil, snap, err
 	}
@@ -626,11 +654,11 @@ func (s *seeder) checkTargetColumns(ctx context.Context, tables []source.Publish
 		var missing []string
 		for _, c := range published[t] {
 			if !have[t][c] {
-				missing = append(missing, source.DisplayIdent(c))
+				missing = append(missing, pgquote.Name(c))
 			}
 		}
 		if len(missing) > 0 {
-			lacking = append(lacking, fmt.Sprintf("%s lacks %s", source.DisplayName(t.Schema, t.Name), strings.Join(missing, ", ")))
+			lacking = append(lacking, fmt.Sprintf("%s lacks %s", pgquote.Name(t.Schema, t.Name), strings.Join(missing, ", ")))
 		}
 	}
 	if len(lacking) > 0 {
@@ -672,7 +700,7 @@ func (e *tablesInTheWayError) Error() string {
 // — copied by the snapshot (pgrelay.table_state) or created from the stream
 // (pgrelay.relation, by name or source OID) —, the publication's tables, and
 // the names of those the target has not (under FOR ALL TABLES, of those that
-// hold rows).
+// hold rows), quoted for a log line.
 func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (done map[string]bool, published []source.PublishedName, added []string, allTables bool, err error) {
 	allTables, err = source.PublicationAllTables(ctx, s.srcConn, s.cfg.Publication)
 	if err != nil {
@@ -692,19 +720,28 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
+	// By OID where the target has it: a name is another table's once the
+	// table copied under it was renamed or dropped.
 	known := map[string]bool{}
-	for _, st := range states {
-		known[st.Schema+"."+st.Name] = true
-	}
 	knownOID := map[uint32]bool{}
+	for _, st := range states {
+		if st.RelationID != 0 {
+			knownOID[st.RelationID] = true
+		} else {
+			known[st.Schema+"."+st.Name] = true
+		}
+	}
 	relations, err := s.tgt.KnownRelations(ctx)
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("target: %w", err)
 	}
 	for _, k := range relations {
-		if k.Slot == s.cfg.Slot || k.Slot == "" {
-			known[k.Schema+"."+k.Name] = true
+		switch {
+		case k.Slot != s.cfg.Slot && k.Slot != "":
+		case k.RelationID != 0:
 			knownOID[k.RelationID] = true
+		default:
+			known[k.Schema+"."+k.Name] = true
 		}
 	}
 	done = map[string]bool{}
@@ -729,7 +766,7 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 				continue
 			}
 		}
-		added = append(added, name)
+		added = append(added, pgquote.Name(p.Schema, p.Name))
 	}
 	return done, published, added, allTables, nil
 }
@@ -748,8 +785,9 @@ func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, 
 }
 
 // checkPublished stops a start when the publication publishes a copied table
-// otherwise than when it was copied: another row filter, or other partitions of
-// a table published through its root. The copied rows then do not match what
+// otherwise than when it was copied: another row filter, other partitions of
+// a table published through its root, or another level of its partition tree
+// (publish_via_partition_root switched). The copied rows then do not match what
 // the publication publishes, and no change in the stream repairs that.
 func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) error {
 	err := publicationUnchanged(ctx, s.srcConn, s.cfg.Publication, s.major, states)
@@ -801,6 +839,11 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 			changed = append(changed, fmt.Sprintf("%s (copied with %s; now %s)", name, was, now))
 		}
 	}
+	changed = append(changed, source.PartitionLevelChanges(published, func(oid uint32, name string) bool {
+		_, byOID := storedOID[oid]
+		_, byName := stored[name]
+		return oid != 0 && byOID || byName
+	})...)
 	if len(changed) == 0 {
 		return nil
 	}

@@ -81,7 +81,7 @@ func TestSeedDecisions(t *testing.T) {
 		{"auto, interrupted", "auto", interrupted, exists, seedResume, ""},
 		{"auto, interrupted, slot gone", "auto", interrupted, source.SlotState{}, 0, "is gone but the copy of the tables into the target did not finish"},
 		{"always, seeded", "always", seeded, exists, seedFresh, ""},
-		{"always, slot in use", "always", seeded, active, 0, "is in use by process 42"},
+		{"always, slot in use", "always", seeded, active, 0, "is in use: a client streams from it through walsender pid 42"},
 		{"never, seeded", "never", seeded, exists, seedStream, ""},
 		{"never, never seeded", "never", unseeded, source.SlotState{}, seedWithoutCopy, ""},
 		{"never, interrupted copy", "never", interrupted, exists, seedStream, ""},

@@ -47,10 +47,25 @@ type StatusReport struct {
 	TablesNote     string        `json:"tables_note,omitempty"` // why Tables may be incomplete
 	Copy           CopyState     `json:"-"`
 	Stored         source.LSN    `json:"-"` // the position the target holds, 0 when none
+	// SlotClient is the client streaming from the slot (Slot.Active, not
+	// BeingCreated), as pg_stat_replication shows it.
+	SlotClient *source.SlotClient `json:"-"`
+	// SnapshotSetting is PGRELAY_SNAPSHOT: what a run does about a missing
+	// slot.
+	SnapshotSetting string `json:"-"`
+	// MetadataSchema is where pgrelay keeps its metadata on the target.
+	MetadataSchema string `json:"-"`
 }
 
 // CopyState tells how far a snapshot copy is when nothing is applied yet.
 type CopyState struct {
+	// SeedFound: the target holds a seed for the slot (a copy began).
+	SeedFound bool
+	// MetadataMissing: the slot exists but the target holds no pgrelay
+	// metadata at all: pgrelay sets the target up before it creates a slot,
+	// so the metadata was dropped since, or the target URL names another
+	// database.
+	MetadataMissing bool
 	// Unfinished: a copy is in progress or was interrupted.
 	Unfinished bool
 	// Unrecorded: the slot exists but the target holds no seed for it (a
@@ -77,21 +92,22 @@ type TableStatus struct {
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
 	Copied bool   `json:"copied"`
+	oid    uint32 // the source table's OID, 0 when unknown
 }
 
 // addStreamedTables adds the published tables the snapshot did not copy: those
 // that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
-// are the tables the target holds a definition of (sink.KnownRelation).
+// are the tables the target holds a definition of (sink.KnownRelation), by
+// source OID and, for definitions stored without one, by name.
+//
+// A table is known by its OID where its rows carry one: renamed on the
+// source, it is listed under its current name.
 //
 // While a copy is unfinished (copying is true: in progress, or interrupted,
 // or its slot being created), a published table without a copy state is
 // "pending": the copy, when it goes on, copies it. A target table pgrelay
 // created for it holds no rows yet.
-func (r *Relay) addStreamedTables(ctx context.Context, src *pgx.Conn, known map[tableKey]bool, copying bool, rep *StatusReport) error {
-	listed := map[tableKey]bool{}
-	for _, t := range rep.Tables {
-		listed[tableKey{t.Schema, t.Name}] = true
-	}
+func (r *Relay) addStreamedTables(ctx context.Context, src *pgx.Conn, known map[tableRef]bool, copying bool, rep *StatusReport) error {
 	published, err := source.ListPublication(ctx, src, r.cfg.Publication, 5*time.Second)
 	if source.IsLockTimeout(err) {
 		rep.TablesNote = "the published tables not copied by the snapshot could not be listed: " + source.LockedHint
@@ -100,32 +116,51 @@ func (r *Relay) addStreamedTables(ctx context.Context, src *pgx.Conn, known map[
 	if err != nil {
 		return err
 	}
-	publishes := map[tableKey]bool{}
+	publishes := map[tableRef]source.PublishedName{}
 	for _, p := range published {
-		publishes[tableKey{p.Schema, p.Name}] = true
+		publishes[tableRef{oid: p.OID}], publishes[tableRef{key: tableKey{p.Schema, p.Name}}] = p, p
 	}
+	listed := map[tableRef]bool{}
 	for i := range rep.Tables {
-		if !publishes[tableKey{rep.Tables[i].Schema, rep.Tables[i].Name}] {
+		t := &rep.Tables[i]
+		p, ok := publishes[t.ref()]
+		if !ok {
 			// Copied once, since dropped from the publication (or the
 			// table dropped): its target rows are no longer kept in step.
-			rep.Tables[i].State = "unpublished"
+			t.State = "unpublished"
+		} else if t.oid != 0 {
+			t.Table, t.Schema, t.Name = p.Schema+"."+p.Name, p.Schema, p.Name
 		}
+		listed[t.ref()] = true
 	}
 	for _, p := range published {
-		k := tableKey{p.Schema, p.Name}
-		if listed[k] {
+		byName := tableRef{key: tableKey{p.Schema, p.Name}}
+		if listed[tableRef{oid: p.OID}] || listed[byName] {
 			continue
 		}
 		state := "waiting"
 		switch {
 		case copying:
 			state = sink.TablePending
-		case known[k]:
+		case known[tableRef{oid: p.OID}] || known[byName]:
 			state = "replicated"
 		}
 		rep.Tables = append(rep.Tables, newTableStatus(p.Schema, p.Name, state))
 	}
 	return nil
+}
+
+// tableRef is a table by its source OID when known, else by name.
+type tableRef struct {
+	oid uint32
+	key tableKey
+}
+
+func (t *TableStatus) ref() tableRef {
+	if t.oid != 0 {
+		return tableRef{oid: t.oid}
+	}
+	return tableRef{key: tableKey{t.Schema, t.Name}}
 }
 
 // tableKey names a table by schema and name, which may hold dots.
@@ -156,6 +191,7 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.SnapshotSetting, rep.MetadataSchema = cfg.Snapshot, tgt.MetadataSchema()
 	rep.Slot.Name, rep.Slot.Exists, rep.Slot.Active, rep.Slot.ActivePID = cfg.Slot, slot.Exists, slot.Active, slot.ActivePID
 	rep.Slot.WALStatus, rep.Slot.TwoPhase = slot.WALStatus, slot.TwoPhase
 	rep.Slot.Invalidated, rep.Slot.InvalidationReason = slot.Exists && slot.Invalidated(), slot.InvalidationReason
@@ -163,6 +199,13 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 	rep.Slot.BeingCreated = slot.Exists && slot.Active && slot.ConfirmedFlushLSN == 0
 	if slot.Exists && !rep.Slot.BeingCreated {
 		rep.Slot.ConfirmedFlushLSN = slot.ConfirmedFlushLSN.String()
+	}
+	if slot.Exists && slot.Active && !rep.Slot.BeingCreated {
+		client, err := source.ReadSlotClient(ctx, src, slot.ActivePID)
+		if err != nil {
+			return nil, err
+		}
+		rep.SlotClient = &client
 	}
 	walLSN, err := source.CurrentWALLSN(ctx, src)
 	if err != nil {
@@ -175,7 +218,7 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	known := map[tableKey]bool{} // tables the target holds a definition of
+	known := map[tableRef]bool{} // tables the target holds a definition of (addStreamedTables)
 	var p sink.Progress
 	copying := false // a snapshot copy is in progress or was interrupted
 	seedFound := false
@@ -186,7 +229,12 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 			return nil, err
 		}
 		for _, k := range relations {
-			known[tableKey{k.Schema, k.Name}] = true
+			// The OID of another slot's relation may be another table's.
+			if k.Slot == cfg.Slot && k.RelationID != 0 {
+				known[tableRef{oid: k.RelationID}] = true
+			} else {
+				known[tableRef{key: tableKey{k.Schema, k.Name}}] = true
+			}
 		}
 		if p, err = tgt.Progress(ctx, cfg.Slot); err != nil {
 			return nil, err
@@ -208,15 +256,16 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 		}
 		for _, st := range states {
 			ts := newTableStatus(st.Schema, st.Name, st.State)
-			ts.Rows, ts.Bytes, ts.Copied = st.Rows, st.Bytes, true
+			ts.Rows, ts.Bytes, ts.Copied, ts.oid = st.Rows, st.Bytes, true, st.RelationID
 			rep.Tables = append(rep.Tables, ts)
 		}
 	}
+	metaMissing := rep.Slot.Exists && !hasMeta
 	// A slot the target holds no seed for: a first copy stopped between
 	// creating the slot and recording it; the next run copies anew.
-	unrecorded := rep.Slot.Exists && !rep.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never"
+	unrecorded := rep.Slot.Exists && !rep.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never" && !metaMissing
 	// A first copy's slot being created: the copy comes next.
-	pending := copying || unrecorded || rep.Slot.BeingCreated && !rep.Seeded && cfg.Snapshot != "never"
+	pending := copying || unrecorded || metaMissing || rep.Slot.BeingCreated && !rep.Seeded && cfg.Snapshot != "never"
 	if err := r.addStreamedTables(ctx, src, known, pending, &rep); err != nil {
 		return nil, err
 	}
@@ -225,7 +274,7 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 	// older slot (PGRELAY_SNAPSHOT=always) is none while the new copy is
 	// unfinished.
 	stale := copying && p.LSN != 0 && p.LSN < seedLSN
-	rep.Copy = CopyState{Unfinished: copying, Unrecorded: unrecorded, StalePosition: stale}
+	rep.Copy = CopyState{SeedFound: seedFound, MetadataMissing: metaMissing, Unfinished: copying, Unrecorded: unrecorded, StalePosition: stale}
 	rep.Stored = p.LSN
 	if p.LSN != 0 && !stale {
 		lsn := p.LSN.String()

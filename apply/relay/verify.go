@@ -6,44 +6,40 @@ import (
 	"fmt"
 
 	"github.com/pgrelay/pgrelay/apply/verify"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
+	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
-// VerifyTarget is verify's view of the target: the side it compares
-// (verify.Target) and what the command asks of it first.
-type VerifyTarget interface {
-	verify.Target
-	// HasMetadata reports whether pgrelay's metadata exists on the target.
-	HasMetadata() bool
-	// CopyInProgress reports whether the slot's snapshot copy is unfinished.
-	CopyInProgress(ctx context.Context) (bool, error)
-	// Locate finds the target table of the source table src (by its OID
-	// where the target knows it).
-	Locate(ctx context.Context, src verify.TableName, relationOID uint32) (verify.TableName, bool, error)
-	Close(ctx context.Context) error
-}
-
 // Verify runs `pgrelay verify`: it compares every table of the publication
-// between the source and the target (apply/verify).
+// between the source and the target (apply/verify), reading the target
+// through its sink's verify session (sink.Verifier).
 func (r *Relay) Verify(ctx context.Context) (*verify.Report, error) {
 	cfg := r.cfg
-	if r.target.OpenVerify == nil {
-		return nil, errors.New("verify: this build cannot compare tables on this kind of target yet")
-	}
 	srcConn, err := source.ConnectPlain(ctx, cfg.SourceURL)
 	if err != nil {
 		return nil, err
 	}
 	defer srcConn.Close(context.WithoutCancel(ctx))
-	tgt, err := r.target.OpenVerify(ctx, cfg.Slot)
+	tgtSink, err := r.target.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer tgt.Close(context.WithoutCancel(ctx))
+	defer tgtSink.Close(context.WithoutCancel(ctx))
+	verifier, ok := tgtSink.(sink.Verifier)
+	if !ok {
+		return nil, errors.New("verify: this kind of target cannot be read for a comparison")
+	}
+	sess, err := verifier.OpenVerify(ctx, cfg.Slot)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close(context.WithoutCancel(ctx))
 	src, err := verify.NewPostgresSource(ctx, srcConn)
 	if err != nil {
 		return nil, err
 	}
+	tgt := verify.NewTarget(sess)
 	if busy, err := tgt.CopyInProgress(ctx); err != nil {
 		return nil, err
 	} else if busy {
@@ -73,7 +69,7 @@ func (r *Relay) Verify(ctx context.Context) (*verify.Report, error) {
 		}
 		if target != name {
 			r.log.Info("the target table still has the name the source table had before it was renamed: pgrelay renames it with the next change to it",
-				"table", name.String(), "target_table", target.String())
+				"table", pgquote.Name(name.Schema, name.Name), "target_table", pgquote.Name(target.Schema, target.Name))
 		}
 		tables = append(tables, verify.Table{Source: name, Target: target, Columns: pt.Columns, SourceFilter: pt.RowFilter})
 	}

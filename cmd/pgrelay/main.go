@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"github.com/pgrelay/pgrelay/apply/relay"
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -37,6 +39,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	relay  *relay.Relay // the product: cmd configures it and renders its results
+	// red hides the secrets of the configuration in what pgrelay prints or
+	// sends anywhere (errors and log lines pass through it already).
+	red *redact.Redactor
 }
 
 // command is one pgrelay subcommand.
@@ -48,6 +53,18 @@ type command struct {
 	// failExit is the exit code of an error (exitFailure when 0); an error
 	// with an ExitCode method chooses its own.
 	failExit int
+}
+
+// commandTimeouts bound the connections of the commands that must end by
+// themselves (a frozen server must not hang them), where the URLs do not set
+// their own: status and teardown wait for neither a connection nor a
+// statement for ever; verify (whose chunk checksums may take long) and tail
+// (which streams) only for a connection.
+var commandTimeouts = map[string]pgconnstr.Timeouts{
+	"status":   {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
+	"teardown": {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
+	"verify":   {Connect: pgconnstr.DefaultConnectTimeout},
+	"tail":     {Connect: pgconnstr.DefaultConnectTimeout},
 }
 
 // commands lists the implemented subcommands.
@@ -133,7 +150,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return exitOK
 	case "version", "--version":
 		if len(args) > 1 {
-			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", args[1])
+			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", redact.ConnString(args[1]))
 			return exitUsage
 		}
 		fmt.Fprintf(stdout, "pgrelay %s\n", buildVersion())
@@ -141,7 +158,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", name)
+		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", redact.ConnString(name))
 		usage(stderr)
 		return exitUsage
 	}
@@ -155,7 +172,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			if len(cmd.options) > 0 {
 				takes = "takes only " + strings.Join(cmd.options, ", ")
 			}
-			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, a)
+			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, redact.ConnString(a))
 			return exitUsage
 		}
 	}
@@ -164,21 +181,22 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err == nil {
 		err = cfg.Validate(cmd.needs)
 	}
-	var secrets []string
-	if cfg != nil {
-		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
-	}
+	red := newRedactor(lookupEnv, cfg)
 	var target relay.Target
-	if err == nil && cmd.needs&needTarget != 0 {
-		target, err = targetFor(cfg)
-	}
-	e := &env{cfg: cfg, stdout: stdout, stderr: stderr}
 	if err == nil {
-		e.log = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, secrets)
+		cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
+		cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
+		if cmd.needs&needTarget != 0 {
+			target, err = targetFor(cfg)
+		}
+	}
+	e := &env{cfg: cfg, red: red, stdout: stdout, stderr: stderr}
+	if err == nil {
+		e.log = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red)
 		e.relay, err = relay.New(cfg.Config, target, e.log)
 	}
 	if err != nil {
-		printError(stderr, err, secrets)
+		printError(stderr, err, red)
 		return exitUsage
 	}
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
@@ -188,7 +206,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err == nil {
 		return exitOK
 	}
-	printError(stderr, err, secrets)
+	printError(stderr, err, red)
 	var se *relay.SettingsError
 	if errors.As(err, &se) {
 		return exitUsage
@@ -203,10 +221,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return exitFailure
 }
 
-// printError writes err as the single line "pgrelay: <error>".
-func printError(w io.Writer, err error, secrets []string) {
+// printError writes err as the single line "pgrelay: <error>", its secrets
+// hidden by red.
+func printError(w io.Writer, err error, red *redact.Redactor) {
 	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-	fmt.Fprintf(w, "pgrelay: %s\n", redactSecrets(msg, secrets...))
+	fmt.Fprintf(w, "pgrelay: %s\n", red.String(msg))
 }
 
 func usage(w io.Writer) {

@@ -13,13 +13,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgrelay/pgrelay/apply/relay"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
 // monitor is the relay's sessions (relay.Monitor) as /metrics and /healthz
 // show them (PGRELAY_METRICS_ADDR).
-type monitor struct{ sessions }
+type monitor struct {
+	sessions
+	red *redact.Redactor // hides secrets in the last error /healthz shows
+}
 
 // sessions is what relay.Monitor tells.
 type sessions interface {
@@ -74,7 +78,7 @@ func (m monitor) healthz(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
 	if e := m.LastError(); e != "" {
-		fmt.Fprintf(w, "not streaming: last error: %s\n", e)
+		fmt.Fprintf(w, "not streaming: last error: %s\n", m.red.String(e))
 		return
 	}
 	fmt.Fprintln(w, "not streaming yet")
@@ -83,7 +87,7 @@ func (m monitor) healthz(w http.ResponseWriter, _ *http.Request) {
 // serveMetrics listens on PGRELAY_METRICS_ADDR, when set, and serves
 // /metrics and /healthz until stop.
 func (e *env) serveMetrics(ctx context.Context) (stop func(), err error) {
-	addr, m, log := e.cfg.MetricsAddr, monitor{e.relay.Monitor()}, e.log
+	addr, m, log := e.cfg.MetricsAddr, monitor{e.relay.Monitor(), e.red}, e.log
 	if addr == "" {
 		return func() {}, nil
 	}

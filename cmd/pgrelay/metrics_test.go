@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -30,7 +31,7 @@ func (f *fakeSessions) SinkStats() sink.Stats { return sink.Stats{} }
 
 func TestHealthzFollowsTheSession(t *testing.T) {
 	s := &fakeSessions{}
-	m := monitor{s}
+	m := monitor{sessions: s}
 	get := func() (int, string) {
 		rec := httptest.NewRecorder()
 		m.healthz(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
@@ -52,7 +53,7 @@ func TestHealthzFollowsTheSession(t *testing.T) {
 
 func TestMetricsCountSessions(t *testing.T) {
 	s := &fakeSessions{}
-	reg := monitor{s}.registry()
+	reg := monitor{sessions: s}.registry()
 	s.sessions, s.failures = 2, 1
 	want := `
 # HELP pgrelay_session_failures_total Sessions that ended with an error.
@@ -64,5 +65,16 @@ pgrelay_sessions_total 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pgrelay_sessions_total", "pgrelay_session_failures_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// /healthz shows the last error without the pieces of a password it holds.
+func TestHealthzHidesSecrets(t *testing.T) {
+	s := &fakeSessions{failures: 1, lastErr: `source: cannot resolve host "ssSECRETpart@127.0.0.1": no such host`}
+	m := monitor{s, redact.New("postgres://relay:p@ssSECRETpart@127.0.0.1:5432/app")}
+	rec := httptest.NewRecorder()
+	m.healthz(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if body := rec.Body.String(); strings.Contains(body, "SECRET") || !strings.Contains(body, "cannot resolve host") {
+		t.Fatalf("healthz: %q", body)
 	}
 }

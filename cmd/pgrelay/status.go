@@ -7,7 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/pgrelay/pgrelay/source"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // runStatus renders what the relay's Status gathers: a table for people,
@@ -25,7 +25,15 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	slot := r.Slot
-	slotLine := "missing"
+	slotLine := "missing: migrate or replicate creates it, and copies the tables"
+	switch {
+	case slot.Exists:
+	case r.Copy.SeedFound:
+		// What replicate says (invariant 9), before it is run.
+		slotLine = "MISSING, but the target was seeded from it: the changes since cannot be streamed; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew"
+	case r.SnapshotSetting == "never":
+		slotLine = "missing: migrate or replicate creates it and streams the changes from then on (PGRELAY_SNAPSHOT=never: no copy)"
+	}
 	if slot.Exists {
 		creating := slot.BeingCreated
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
@@ -37,8 +45,8 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			slotLine += ", INVALIDATED (" + orDash(slot.InvalidationReason) + "): it cannot stream any more; run migrate or replicate with PGRELAY_SNAPSHOT=always to copy the tables anew"
 		case creating:
 			slotLine += fmt.Sprintf(", being created by pid %d (it waits for the transactions open on the source when it started, prepared ones too, to end)", slot.ActivePID)
-		case slot.Active:
-			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
+		case slot.Active && r.SlotClient != nil:
+			slotLine += fmt.Sprintf(", streaming to pid %d (%s)", slot.ActivePID, r.SlotClient)
 		case !r.Seeded && r.SnapshotLSN != "":
 			slotLine += ", idle: streaming starts when the snapshot copy ends"
 		default:
@@ -54,6 +62,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && r.Copy.Unfinished:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (under way, or interrupted: migrate or replicate resumes it)\n")
+		fmt.Fprintf(w, "lag\t-\n")
+	case !applied && r.Copy.MetadataMissing:
+		fmt.Fprintf(w, "applied\tunknown: the target holds no pgrelay metadata (schema %s) though the slot exists: it was dropped, or %s names another database than pgrelay wrote to; migrate or replicate copies the tables anew under a new slot, into empty or absent target tables\n", r.MetadataSchema, envName(keyTargetURL))
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && r.Copy.Unrecorded:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (it was stopped before it began: migrate or replicate copies the tables under a new slot)\n")
@@ -79,10 +90,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "\nTABLE\tSTATE\tROWS\tMB\n")
 		for _, t := range r.Tables {
 			if !t.Copied {
-				fmt.Fprintf(w, "%s\t%s\t-\t-\n", source.DisplayName(t.Schema, t.Name), t.State)
+				fmt.Fprintf(w, "%s\t%s\t-\t-\n", pgquote.Name(t.Schema, t.Name), t.State)
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", source.DisplayName(t.Schema, t.Name), t.State, t.Rows, float64(t.Bytes)/(1<<20))
+			fmt.Fprintf(w, "%s\t%s\t%d\t%.1f\n", pgquote.Name(t.Schema, t.Name), t.State, t.Rows, float64(t.Bytes)/(1<<20))
 		}
 	}
 	if r.TablesNote != "" {

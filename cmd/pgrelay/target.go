@@ -9,14 +9,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrelay/pgrelay/apply/relay"
-	"github.com/pgrelay/pgrelay/apply/verify"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/postgres"
-	"github.com/pgrelay/pgrelay/source"
 )
 
 // targetFor returns the target cfg.TargetURL names: mysql:// a MySQL or
@@ -27,35 +23,10 @@ func targetFor(cfg *Config) (relay.Target, error) {
 	if strings.HasPrefix(strings.ToLower(url), "mysql://") {
 		return relay.Target{}, fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
 	}
-	opts := postgres.Options{KeepOrder: cfg.KeepOrder}
 	return relay.Target{
 		Open: func(ctx context.Context) (sink.Target, error) {
-			return postgres.New(ctx, url, opts)
+			return postgres.New(ctx, url, postgres.Options{KeepOrder: cfg.KeepOrder})
 		},
 		Local: pgconnstr.OnThisMachine(url),
-		OpenVerify: func(ctx context.Context, slot string) (relay.VerifyTarget, error) {
-			pcfg, err := pgconnstr.ParsePgx(url)
-			if err != nil {
-				return nil, fmt.Errorf("target: cannot parse the target URL")
-			}
-			conn, err := pgx.ConnectConfig(ctx, pcfg)
-			if err != nil {
-				return nil, source.DescribeConnectError("target", &pcfg.Config, err)
-			}
-			t, err := verify.NewPostgresTarget(ctx, conn, slot)
-			if err != nil {
-				conn.Close(context.WithoutCancel(ctx))
-				return nil, err
-			}
-			return pgVerifyTarget{t, conn}, nil
-		},
 	}, nil
 }
-
-// pgVerifyTarget is verify's PostgreSQL target with the connection it reads on.
-type pgVerifyTarget struct {
-	*verify.PostgresTarget
-	conn *pgx.Conn
-}
-
-func (t pgVerifyTarget) Close(ctx context.Context) error { return t.conn.Close(ctx) }

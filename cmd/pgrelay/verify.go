@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pgrelay/pgrelay/apply/verify"
-	"github.com/pgrelay/pgrelay/source"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // differencesError is verify's outcome when tables differ: exit 1, the
@@ -57,9 +57,9 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	for _, t := range report.Tables {
 		switch {
 		case t.Confirmed():
-			de.differing = append(de.differing, source.DisplayName(t.Table.Schema, t.Table.Name))
+			de.differing = append(de.differing, pgquote.Name(t.Table.Schema, t.Table.Name))
 		case !t.Equal():
-			unsettled = append(unsettled, source.DisplayName(t.Table.Schema, t.Table.Name))
+			unsettled = append(unsettled, pgquote.Name(t.Table.Schema, t.Table.Name))
 		}
 	}
 	if len(de.differing) > 0 {
@@ -153,9 +153,9 @@ func writeVerifyText(w io.Writer, r *verify.Report) error {
 			result = strings.ToUpper(result)
 			differing++
 		}
-		name := source.DisplayName(t.Table.Schema, t.Table.Name)
+		name := pgquote.Name(t.Table.Schema, t.Table.Name)
 		if t.Target != t.Table {
-			name += " (target " + source.DisplayName(t.Target.Schema, t.Target.Name) + ")"
+			name += " (target " + pgquote.Name(t.Target.Schema, t.Target.Name) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", name, result, t.SourceRows, t.TargetRows, t.Chunks)
 	}
@@ -166,7 +166,7 @@ func writeVerifyText(w io.Writer, r *verify.Report) error {
 		if t.Equal() {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %s:\n", source.DisplayName(t.Table.Schema, t.Table.Name), tableResult(&t))
+		fmt.Fprintf(w, "\n%s %s:\n", pgquote.Name(t.Table.Schema, t.Table.Name), tableResult(&t))
 		if len(t.MissingColumns) > 0 {
 			fmt.Fprintf(w, "  columns missing on the target: %s\n", strings.Join(t.MissingColumns, ", "))
 		}

@@ -7,7 +7,9 @@
 // hostaddr, fallback_application_name and the keepalives settings do what
 // libpq does with them, and the libpq settings that cannot be honoured are
 // refused with an error that names them. Sessions are named "pgrelay" unless
-// the string names them.
+// the string names them. WithTimeouts bounds a short-lived command's
+// connections, and a session that starts with a statement_timeout stops
+// waiting for a server that answers nothing for longer (timeouts.go).
 package pgconnstr
 
 import (
@@ -62,9 +64,13 @@ func Check(s string) (reason string, err error) {
 	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
 		return "", err
 	}
+	// pgx's reason is its inner error, or else what follows the connection
+	// string its message quotes (redacted only in part).
 	reason = "cannot be parsed"
-	if pce.Unwrap() != nil {
-		reason = pce.Unwrap().Error()
+	if inner := pce.Unwrap(); inner != nil {
+		reason = inner.Error()
+	} else if text := pce.Error(); strings.LastIndex(text, "`: ") >= 0 {
+		reason = text[strings.LastIndex(text, "`: ")+3:]
 	}
 	return reason, err
 }
@@ -151,6 +157,7 @@ func fix(cfg *pgconn.Config) (map[string]string, error) {
 	if err := keepalives(cfg); err != nil {
 		return nil, err
 	}
+	watchReplies(cfg)
 	v, ok := p["hostaddr"]
 	if !ok {
 		return nil, nil

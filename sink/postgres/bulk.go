@@ -69,7 +69,7 @@ func (s *Sink) emptyRows(ctx context.Context, conn *pgx.Conn, t *schema.Table, o
 	if conn.IsClosed() {
 		return changeError(sink.ChangeError{Op: "truncate", Table: own, Err: err})
 	}
-	s.logger().Debug("emptying the table with DELETE: it cannot be truncated", "table", t.QualifiedName(), "why", err.Error())
+	s.logger().Debug("emptying the table with DELETE: it cannot be truncated", "table", t.DisplayName(), "why", err.Error())
 	if _, err := conn.Exec(ctx, "DELETE FROM "+own); err != nil {
 		return changeError(sink.ChangeError{Op: "delete the rows of", Table: own, Err: err})
 	}
@@ -379,7 +379,7 @@ func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, t *schema.
 	if conn.IsClosed() || conn.PgConn().TxStatus() != 'I' {
 		return false, classify(changeError(sink.ChangeError{Op: "truncate", Table: qname, Err: err}), true)
 	}
-	s.logger().Debug("loading without COPY FREEZE", "table", t.QualifiedName(), "why", err.Error())
+	s.logger().Debug("loading without COPY FREEZE", "table", t.DisplayName(), "why", err.Error())
 	return false, nil
 }
 

@@ -191,14 +191,22 @@ func splitNames(tables []schema.QualifiedName) (schemas, names []string) {
 	return schemas, names
 }
 
-// Preflight checks that the role may create what pgrelay creates: its
-// metadata schema and the schemas that do not exist yet (CREATE on the
-// database), tables in the existing ones (CREATE on each; PostgreSQL 15+ no
-// longer grants it on public to everyone). The metadata schema's problem
-// comes first, then the others by name.
+// Preflight checks that the database takes writes (readOnlyProblem), then
+// that the role may create what pgrelay creates: its metadata schema and the
+// schemas that do not exist yet (CREATE on the database), tables in the
+// existing ones (CREATE on each; PostgreSQL 15+ no longer grants it on public
+// to everyone). The metadata schema's problem comes first, then the others by
+// name.
 func (s *Sink) Preflight(ctx context.Context, schemas []string) ([]sink.Problem, error) {
 	var problems []sink.Problem
 	err := s.withMeta(ctx, func(c *pgx.Conn) error {
+		ro, err := readOnlyProblem(ctx, c)
+		if err != nil {
+			return err
+		}
+		if ro != nil {
+			problems = append(problems, *ro)
+		}
 		rows, err := c.Query(ctx, `SELECT x.s, n.oid IS NOT NULL,
 				CASE WHEN n.oid IS NULL THEN pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE')
 				     ELSE pg_catalog.has_schema_privilege(n.oid, 'CREATE') END,

@@ -96,19 +96,19 @@ func isRetryable(err error, lost bool) bool {
 // classify wraps err with sink.Retryable when the transaction may be retried,
 // the target's refusal of a change's value with sink.ValueRejected, and a
 // write refused by a read-only target (read_only_sql_transaction: a standby,
-// default_transaction_read_only) with sink.ReadOnly.
+// default_transaction_read_only) as a *sink.ReadOnlyError (sink.ErrReadOnly).
 func classify(err error, lost bool) error {
 	if err == nil {
 		return nil
+	}
+	if readOnlyRefusal(err) && !errors.Is(err, sink.ErrReadOnly) {
+		return &sink.ReadOnlyError{Cause: readOnlyUnknown, Err: err}
 	}
 	if isRetryable(err, lost) {
 		return sink.Retryable(err)
 	}
 	if valueRejected(err) {
 		return sink.ValueRejected(err)
-	}
-	if sqlState(err) == "25006" {
-		return sink.ReadOnly(err)
 	}
 	return err
 }
