@@ -35,7 +35,7 @@ func (r *Relay) openSession(ctx context.Context) (*sessionConns, error) {
 	// Each is set only when it opened: a nil pointer in an interface is not
 	// nil.
 	wg.Go(func() {
-		tgt, err := r.target.Open(ctx)
+		tgt, err := r.target.Open(ctx, ForApply)
 		if err != nil {
 			tgtErr = err
 			return

@@ -47,11 +47,24 @@ const migrateAttempts = 5
 // Target is how the relay reaches the target; cmd/pgrelay picks it from the
 // target URL's scheme.
 type Target struct {
-	// Open connects a new sink to the target.
-	Open func(ctx context.Context) (sink.Target, error)
+	// Open connects a new sink to the target, for what mode says.
+	Open func(ctx context.Context, mode OpenMode) (sink.Target, error)
 	// Local says the target's server runs on this machine, sharing its cores.
 	Local bool
 }
+
+// OpenMode says what a sink is opened for.
+type OpenMode int
+
+const (
+	// ForApply: replicate and migrate, which write the tables with the
+	// target's replica settings (PostgreSQL's session_replication_role).
+	ForApply OpenMode = iota
+	// ForInspection: status, verify and teardown, and the explanation of a
+	// read-only target, which read what pgrelay keeps on the target and
+	// remove it: they need no more privilege than that, and apply nothing.
+	ForInspection
+)
 
 // Relay runs pgrelay's commands on one source and one target.
 type Relay struct {
@@ -853,7 +866,7 @@ func (r *Relay) explainReadOnly(ctx context.Context, err error) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
 	defer cancel()
-	tgt, oerr := r.target.Open(ctx)
+	tgt, oerr := r.target.Open(ctx, ForInspection)
 	if oerr != nil {
 		return err
 	}

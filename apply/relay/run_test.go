@@ -35,7 +35,7 @@ func newTestRelay(t *testing.T, cfg Config, tgt *applytest.Sink) *testRelay {
 	logs := &bytes.Buffer{}
 	var target Target
 	if tgt != nil {
-		target.Open = func(context.Context) (sink.Target, error) { return tgt, nil }
+		target.Open = func(context.Context, OpenMode) (sink.Target, error) { return tgt, nil }
 	}
 	r, err := New(cfg, target, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {

@@ -180,7 +180,7 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 		return nil, err
 	}
 	defer src.Close(context.WithoutCancel(ctx))
-	tgt, err := r.target.Open(ctx)
+	tgt, err := r.target.Open(ctx, ForInspection)
 	if err != nil {
 		return nil, err
 	}

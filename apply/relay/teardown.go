@@ -22,7 +22,7 @@ func (r *Relay) Teardown(ctx context.Context) error {
 	defer src.Close(context.WithoutCancel(ctx))
 	// Both servers reachable before anything is dropped: a teardown is not
 	// left half done by a wrong target URL.
-	tgt, err := r.target.Open(ctx)
+	tgt, err := r.target.Open(ctx, ForInspection)
 	if err != nil {
 		return err
 	}

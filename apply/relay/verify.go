@@ -21,7 +21,7 @@ func (r *Relay) Verify(ctx context.Context) (*verify.Report, error) {
 		return nil, err
 	}
 	defer srcConn.Close(context.WithoutCancel(ctx))
-	tgtSink, err := r.target.Open(ctx)
+	tgtSink, err := r.target.Open(ctx, ForInspection)
 	if err != nil {
 		return nil, err
 	}

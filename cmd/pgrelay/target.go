@@ -24,8 +24,8 @@ func targetFor(cfg *Config) (relay.Target, error) {
 		return relay.Target{}, fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
 	}
 	return relay.Target{
-		Open: func(ctx context.Context) (sink.Target, error) {
-			return postgres.New(ctx, url, postgres.Options{KeepOrder: cfg.KeepOrder})
+		Open: func(ctx context.Context, mode relay.OpenMode) (sink.Target, error) {
+			return postgres.New(ctx, url, postgres.Options{KeepOrder: cfg.KeepOrder, Inspect: mode == relay.ForInspection})
 		},
 		Local: pgconnstr.OnThisMachine(url),
 	}, nil

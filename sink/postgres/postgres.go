@@ -142,6 +142,11 @@ type Options struct {
 	// it waits for a lock, and logs what holds it (lockwatch.go). Default
 	// 10 s.
 	LockWait time.Duration
+	// Inspect opens the sink for what only reads pgrelay's metadata and the
+	// target's tables, and removes the metadata (status, verify, teardown):
+	// its sessions go without session_replication_role, whose privilege
+	// those need not have, and it applies and loads nothing.
+	Inspect bool
 }
 
 // Validate applies defaults and rejects impossible values.
@@ -266,20 +271,31 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", redact.New(url).Err(err))
 	}
 	for k, v := range sessionParams {
-		cfg.RuntimeParams[k] = v
+		if !opts.Inspect || k != "session_replication_role" {
+			cfg.RuntimeParams[k] = v
+		}
 	}
 	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{},
 		located: locations{}}
-	if s.conn, err = s.connect(ctx); err != nil {
+	// Connected at once: a target that cannot be reached fails the start.
+	first := &s.conn
+	if opts.Inspect {
+		first = &s.meta
+	}
+	if *first, err = s.connect(ctx); err != nil {
 		return nil, redact.New(url).Err(err)
 	}
-	if m := serverMajor(s.conn); m > 0 && m < 15 {
+	if m := serverMajor(*first); m > 0 && m < 15 {
 		s.charsAsBytes = true
 	}
 	return s, nil
 }
 
-// connect opens a target session with the replica settings.
+// errInspectOnly refuses to apply or load on a sink opened with Inspect.
+var errInspectOnly = errors.New("sink/postgres: opened to inspect the target (Options.Inspect): it applies and loads nothing")
+
+// connect opens a target session with the replica settings (without
+// session_replication_role under Inspect).
 func (s *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.config.Copy())
 	if err != nil {
@@ -295,6 +311,9 @@ func (s *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
 // applyConn returns the apply connection, reconnecting after a loss. Prepared
 // statements die with the session, so they are forgotten.
 func (s *Sink) applyConn(ctx context.Context) (*pgx.Conn, error) {
+	if s.opts.Inspect {
+		return nil, errInspectOnly
+	}
 	if err := s.settle(); err != nil {
 		return nil, err
 	}
@@ -410,6 +429,9 @@ func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
 
 // connectBulk opens a connection for bulk loads and index builds.
 func (s *Sink) connectBulk(ctx context.Context) (*pgx.Conn, error) {
+	if s.opts.Inspect {
+		return nil, errInspectOnly
+	}
 	conn, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
