@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pgrelay/pgrelay/apply"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
@@ -107,4 +109,37 @@ func (m *Monitor) LastError() string {
 		return *e
 	}
 	return ""
+}
+
+// Collectors are the monitor's Prometheus metrics (namespace pgrelay), for a
+// registry that /metrics serves.
+func (m *Monitor) Collectors() []prometheus.Collector {
+	var out []prometheus.Collector
+	gauge := func(name, help string, f func() float64) {
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "pgrelay", Name: name, Help: help}, f))
+	}
+	counter := func(name, help string, f func() float64) {
+		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "pgrelay", Name: name, Help: help}, f))
+	}
+	gauge("durable_lsn", "Source WAL position durably applied on the target (as a number).", func() float64 { return float64(m.Durable()) })
+	gauge("received_lsn", "Highest source WAL position received.", func() float64 { return float64(m.Received()) })
+	gauge("lag_bytes", "Received but not yet durably applied WAL, in bytes.", func() float64 {
+		r, d := m.Received(), m.Durable()
+		if r <= d {
+			return 0
+		}
+		return float64(r - d)
+	})
+	gauge("streaming", "1 while a session streams from the source.", func() float64 {
+		if m.Streaming() {
+			return 1
+		}
+		return 0
+	})
+	counter("sessions_total", "Sessions started (the first one and each retry).", func() float64 { return float64(m.Sessions()) })
+	counter("session_failures_total", "Sessions that ended with an error.", func() float64 { return float64(m.Failures()) })
+	counter("target_batches_total", "Round trips of pipelined statements to the target.", func() float64 { return float64(m.SinkStats().Batches) })
+	counter("target_statements_total", "Statements sent to the target.", func() float64 { return float64(m.SinkStats().Statements) })
+	counter("target_copy_rows_total", "Rows sent to the target through COPY.", func() float64 { return float64(m.SinkStats().CopyRows) })
+	return out
 }

@@ -14,8 +14,6 @@ import (
 
 	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/redact"
-	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/source"
 )
 
 // monitor is the relay's sessions (relay.Monitor) as /metrics and /healthz
@@ -25,47 +23,18 @@ type monitor struct {
 	red *redact.Redactor // hides secrets in the last error /healthz shows
 }
 
-// sessions is what relay.Monitor tells.
+// sessions is what /metrics and /healthz show of relay.Monitor.
 type sessions interface {
-	Durable() source.LSN
-	Received() source.LSN
 	Streaming() bool
-	Sessions() int64
-	Failures() int64
 	LastError() string
-	SinkStats() sink.Stats
+	Collectors() []prometheus.Collector
 }
 
 var _ sessions = (*relay.Monitor)(nil)
 
 func (m monitor) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, f func() float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "pgrelay", Name: name, Help: help}, f))
-	}
-	counter := func(name, help string, f func() float64) {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "pgrelay", Name: name, Help: help}, f))
-	}
-	gauge("durable_lsn", "Source WAL position durably applied on the target (as a number).", func() float64 { return float64(m.Durable()) })
-	gauge("received_lsn", "Highest source WAL position received.", func() float64 { return float64(m.Received()) })
-	gauge("lag_bytes", "Received but not yet durably applied WAL, in bytes.", func() float64 {
-		r, d := m.Received(), m.Durable()
-		if r <= d {
-			return 0
-		}
-		return float64(r - d)
-	})
-	gauge("streaming", "1 while a session streams from the source.", func() float64 {
-		if m.Streaming() {
-			return 1
-		}
-		return 0
-	})
-	counter("sessions_total", "Sessions started (the first one and each retry).", func() float64 { return float64(m.Sessions()) })
-	counter("session_failures_total", "Sessions that ended with an error.", func() float64 { return float64(m.Failures()) })
-	counter("target_batches_total", "Round trips of pipelined statements to the target.", func() float64 { return float64(m.SinkStats().Batches) })
-	counter("target_statements_total", "Statements sent to the target.", func() float64 { return float64(m.SinkStats().Statements) })
-	counter("target_copy_rows_total", "Rows sent to the target through COPY.", func() float64 { return float64(m.SinkStats().CopyRows) })
+	reg.MustRegister(m.Collectors()...)
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return reg
 }

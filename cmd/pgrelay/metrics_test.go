@@ -7,27 +7,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgrelay/pgrelay/internal/redact"
-	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/source"
 )
 
 // fakeSessions is a relay.Monitor as the test sets it.
 type fakeSessions struct {
-	streaming          bool
-	sessions, failures int64
-	lastErr            string
+	streaming bool
+	lastErr   string
 }
 
-func (f *fakeSessions) Durable() source.LSN   { return 0 }
-func (f *fakeSessions) Received() source.LSN  { return 0 }
-func (f *fakeSessions) Streaming() bool       { return f.streaming }
-func (f *fakeSessions) Sessions() int64       { return f.sessions }
-func (f *fakeSessions) Failures() int64       { return f.failures }
-func (f *fakeSessions) LastError() string     { return f.lastErr }
-func (f *fakeSessions) SinkStats() sink.Stats { return sink.Stats{} }
+func (f *fakeSessions) Streaming() bool                    { return f.streaming }
+func (f *fakeSessions) LastError() string                  { return f.lastErr }
+func (f *fakeSessions) Collectors() []prometheus.Collector { return nil }
 
 func TestHealthzFollowsTheSession(t *testing.T) {
 	s := &fakeSessions{}
@@ -41,36 +34,19 @@ func TestHealthzFollowsTheSession(t *testing.T) {
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "not streaming yet") {
 		t.Fatalf("before a session: %d %q", code, body)
 	}
-	s.sessions, s.streaming = 1, true
+	s.streaming = true
 	if code, body := get(); code != http.StatusOK || !strings.Contains(body, "streaming") {
 		t.Fatalf("streaming: %d %q", code, body)
 	}
-	s.streaming, s.failures, s.lastErr = false, 1, "target: connect: connection refused"
+	s.streaming, s.lastErr = false, "target: connect: connection refused"
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "connection refused") {
 		t.Fatalf("after a failure: %d %q", code, body)
 	}
 }
 
-func TestMetricsCountSessions(t *testing.T) {
-	s := &fakeSessions{}
-	reg := monitor{sessions: s}.registry()
-	s.sessions, s.failures = 2, 1
-	want := `
-# HELP pgrelay_session_failures_total Sessions that ended with an error.
-# TYPE pgrelay_session_failures_total counter
-pgrelay_session_failures_total 1
-# HELP pgrelay_sessions_total Sessions started (the first one and each retry).
-# TYPE pgrelay_sessions_total counter
-pgrelay_sessions_total 2
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pgrelay_sessions_total", "pgrelay_session_failures_total"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // /healthz shows the last error without the pieces of a password it holds.
 func TestHealthzHidesSecrets(t *testing.T) {
-	s := &fakeSessions{failures: 1, lastErr: `source: cannot resolve host "ssSECRETpart@127.0.0.1": no such host`}
+	s := &fakeSessions{lastErr: `source: cannot resolve host "ssSECRETpart@127.0.0.1": no such host`}
 	m := monitor{s, redact.New("postgres://relay:p@ssSECRETpart@127.0.0.1:5432/app")}
 	rec := httptest.NewRecorder()
 	m.healthz(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
