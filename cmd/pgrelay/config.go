@@ -14,9 +14,11 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/pgrelay/pgrelay/apply/notify"
 	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/redact"
+	"github.com/pgrelay/pgrelay/source"
 )
 
 // envPrefix is the prefix of every environment variable pgrelay reads.
@@ -46,37 +48,6 @@ const (
 	keyPubCheck       = "publication_check_interval"
 )
 
-// settingDefaults lists every setting with its default ("" = none). It is the
-// single list of what pgrelay reads: a config file key outside it is an error.
-var settingDefaults = []struct{ key, def string }{
-	{keySourceURL, ""},
-	{keyTargetURL, ""},
-	{keySlot, "pgrelay"},
-	{keyPublication, "pgrelay"},
-	{keyTables, ""},
-	{keySnapshot, "auto"},
-	{keyTwoPhase, "auto"},
-	{keyStreaming, "auto"},
-	{keyLogFormat, "text"},
-	{keyLogLevel, "info"},
-	{keyMetricsAddr, ""},
-	{keyStatusInterval, "10s"},
-	{keyTailBinary, "false"},
-	{keyCopyWorkers, "0"},
-	{keyKeepOrder, "false"},
-	{keyVerifyChunk, "0"},
-	{keyVerifyWait, "30s"},
-	{keySpillDir, ""},
-	{keyPubCheck, "1m"},
-	{keyWebhookURL, ""},
-	{keyWebhookSecret, ""},
-	{keyWebhookFormat, "json"},
-	{keyWebhookRepeat, "10m"},
-	{keyLagAlert, ""},
-	{keySlotWALAlert, "80%"},
-	{keyPreparedAlert, "10m"},
-}
-
 // envName is the environment variable that sets key.
 func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
 
@@ -93,7 +64,7 @@ type Config struct {
 	// instead of table by table (PGRELAY_KEEP_ORDER), a sink option.
 	KeepOrder bool
 	// Notify holds the webhook and alert settings (config_notify.go).
-	Notify notifySettings
+	Notify notify.Settings
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -120,7 +91,7 @@ func newViper(lookupEnv func(string) (string, bool)) (*viper.Viper, error) {
 	v := viper.New()
 	v.SetEnvPrefix(envPrefix)
 	v.AutomaticEnv()
-	for _, s := range settingDefaults {
+	for _, s := range settings {
 		v.SetDefault(s.key, s.def)
 	}
 	path, ok := lookupEnv(envPrefix + "_CONFIG")
@@ -168,7 +139,7 @@ func readConfigFile(path string) (map[string]any, error) {
 	}
 	// A map holds no keys viper lists (publication: {}) or only nested ones
 	// (log_level.x): each setting is looked up by its own name too.
-	for _, s := range settingDefaults {
+	for _, s := range settings {
 		for _, k := range []string{s.key, strings.ToLower(envPrefix) + "_" + s.key} {
 			if m, ok := f.Get(k).(map[string]any); ok && f.InConfig(k) {
 				report(k, m)
@@ -210,45 +181,67 @@ const (
 	durationSetting                    // a duration string (0 also as a number)
 )
 
-// settingTypes says what each setting takes in a config file; a setting not
-// listed takes a string.
-var settingTypes = map[string]struct {
-	kind    settingKind
-	expects string
-}{
-	keySourceURL:      {textSetting, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"},
-	keyTargetURL:      {textSetting, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"},
-	keySlot:           {textSetting, "a slot name of 1 to 63 characters from a-z, 0-9 and _"},
-	keyPublication:    {textSetting, "a publication name of 1 to 63 characters from a-z, 0-9 and _"},
-	keyTables:         {listSetting, "schema.table names, as a comma list or a list of strings"},
-	keySnapshot:       {textSetting, "auto, always or never"},
-	keyTwoPhase:       {textSetting, "auto, on or off"},
-	keyStreaming:      {textSetting, "auto, on, off or parallel"},
-	keyLogFormat:      {textSetting, "text or json"},
-	keyLogLevel:       {textSetting, "debug, info, warn or error"},
-	keyMetricsAddr:    {textSetting, "host:port, e.g. 127.0.0.1:9187 or :9187"},
-	keyStatusInterval: {durationSetting, "a duration between 100ms and 1h, e.g. 10s"},
-	keyTailBinary:     {boolSetting, "true or false"},
-	keyCopyWorkers:    {numberSetting, "a number of workers from 0 (one per CPU) to 256"},
-	keyKeepOrder:      {boolSetting, "true or false"},
-	keyVerifyChunk:    {numberSetting, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"},
-	keyVerifyWait:     {durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
-	keySpillDir:       {textSetting, "a directory path"},
-	keyPubCheck:       {durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
-	keyWebhookURL:     {listSetting, "http(s) URLs, as a comma list or a list of strings"},
-	keyWebhookSecret:  {textSetting, "the HMAC key the webhook signature is made with"},
-	keyWebhookFormat:  {textSetting, "json or slack"},
-	keyWebhookRepeat:  {durationSetting, "a duration from 10s to 24h, e.g. 10m"},
-	keyLagAlert:       {numberSetting, "a size such as 1GB or a duration such as 5m"},
-	keySlotWALAlert:   {numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
-	keyPreparedAlert:  {durationSetting, "a duration, e.g. 10m"},
+// setting is one setting pgrelay reads: its default ("" = none), the kind
+// of value it takes in a config file and what it expects, for an error.
+type setting struct {
+	key, def string
+	kind     settingKind
+	expects  string
+}
+
+// settings is the single list of what pgrelay reads: a config file key
+// outside it is an error.
+var settings = []setting{
+	{keySourceURL, "", textSetting, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"},
+	{keyTargetURL, "", textSetting, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"},
+	{keySlot, "pgrelay", textSetting, "a slot name of 1 to 63 characters from a-z, 0-9 and _"},
+	{keyPublication, "pgrelay", textSetting, "a publication name of 1 to 63 characters from a-z, 0-9 and _"},
+	{keyTables, "", listSetting, "schema.table names, as a comma list or a list of strings"},
+	{keySnapshot, "auto", textSetting, "auto, always or never"},
+	{keyTwoPhase, "auto", textSetting, "auto, on or off"},
+	{keyStreaming, "auto", textSetting, "auto, on, off or parallel"},
+	{keyLogFormat, "text", textSetting, "text or json"},
+	{keyLogLevel, "info", textSetting, "debug, info, warn or error"},
+	{keyMetricsAddr, "", textSetting, "host:port, e.g. 127.0.0.1:9187 or :9187"},
+	{keyStatusInterval, "10s", durationSetting, "a duration between 100ms and 1h, e.g. 10s"},
+	{keyTailBinary, "false", boolSetting, "true or false"},
+	{keyCopyWorkers, "0", numberSetting, "a number of workers from 0 (one per CPU) to 256"},
+	{keyKeepOrder, "false", boolSetting, "true or false"},
+	{keyVerifyChunk, "0", numberSetting, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"},
+	{keyVerifyWait, "30s", durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
+	{keySpillDir, "", textSetting, "a directory path"},
+	{keyPubCheck, "1m", durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
+	{keyWebhookURL, "", listSetting, "http(s) URLs, as a comma list or a list of strings"},
+	{keyWebhookSecret, "", textSetting, "the HMAC key the webhook signature is made with"},
+	{keyWebhookFormat, "json", textSetting, "json or slack"},
+	{keyWebhookRepeat, "10m", durationSetting, "a duration from 10s to 24h, e.g. 10m"},
+	{keyLagAlert, "", numberSetting, "a size such as 1GB or a duration such as 5m"},
+	{keySlotWALAlert, "80%", numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
+	{keyPreparedAlert, "10m", durationSetting, "a duration, e.g. 10m"},
+}
+
+// settingIndex is key's place in settings, the order Validate reports bad
+// settings in.
+func settingIndex(key string) int {
+	return slices.IndexFunc(settings, func(s setting) bool { return s.key == key })
+}
+
+// settingOf is the setting key (lower case, without the prefix); ok is false
+// when pgrelay reads no such setting.
+func settingOf(key string) (s setting, ok bool) {
+	i := settingIndex(key)
+	if i < 0 {
+		return setting{kind: textSetting, expects: "a string"}, false
+	}
+	return settings[i], true
 }
 
 // fileValueFits tells whether a config file's value val can be read as
 // setting key: a value of another kind would otherwise be read as empty, and
 // the setting silently take its default.
 func fileValueFits(key string, val any) bool {
-	kind := settingTypes[key].kind
+	st, _ := settingOf(key)
+	kind := st.kind
 	switch v := val.(type) {
 	case string:
 		return true
@@ -272,10 +265,8 @@ func fileTypeError(path, key string, val any) error {
 	if name != strings.ToLower(key) {
 		key = envName(name) // viper folds the case: PGRELAY_SLOT is read as pgrelay_slot
 	}
-	expects := settingTypes[name].expects
-	if expects == "" {
-		expects = "a string"
-	}
+	st, _ := settingOf(name)
+	expects := st.expects
 	var got string
 	switch v := val.(type) {
 	case nil:
@@ -284,12 +275,12 @@ func fileTypeError(path, key string, val any) error {
 		got = fmt.Sprintf("a boolean (%t)", v)
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		got = fmt.Sprintf("a number (%v)", v)
-		if settingTypes[name].kind == textSetting {
+		if st.kind == textSetting {
 			got += "; put it in quotes if it is meant as text"
 		}
 	case []any, []string:
 		got = "a list"
-		if settingTypes[name].kind == listSetting {
+		if st.kind == listSetting {
 			got = "a list with an entry that is not a string"
 		}
 	case map[string]any:
@@ -328,12 +319,13 @@ func unknownSettings(environ []string) []string {
 
 // isSetting reports whether key (lower case, without the prefix) is a setting.
 func isSetting(key string) bool {
-	return slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return s.key == key })
+	_, ok := settingOf(key)
+	return ok
 }
 
 func knownSettings() string {
-	names := make([]string, len(settingDefaults))
-	for i, s := range settingDefaults {
+	names := make([]string, len(settings))
+	for i, s := range settings {
 		names[i] = s.key
 	}
 	return strings.Join(names, ", ")
@@ -349,9 +341,13 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envName(keyTables), err)
 	}
+	notifySettings, err := loadNotifySettings(v)
+	if err != nil {
+		return nil, err
+	}
 	return &Config{
 		Config: relay.Config{
-			SourceURL:   socketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
+			SourceURL:   pgconnstr.SocketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
 			Slot:        strings.TrimSpace(v.GetString(keySlot)),
 			Publication: strings.TrimSpace(v.GetString(keyPublication)),
 			Tables:      tables,
@@ -360,7 +356,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 			Streaming:   v.GetString(keyStreaming),
 			SpillDir:    strings.TrimSpace(v.GetString(keySpillDir)),
 		},
-		TargetURL:         socketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
+		TargetURL:         pgconnstr.SocketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
 		LogFormat:         v.GetString(keyLogFormat),
 		LogLevel:          v.GetString(keyLogLevel),
 		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
@@ -371,7 +367,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawVerifyChunk:    v.GetString(keyVerifyChunk),
 		rawVerifyWait:     v.GetString(keyVerifyWait),
 		rawPubCheck:       v.GetString(keyPubCheck),
-		Notify:            loadNotifySettings(v),
+		Notify:            notifySettings,
 	}, nil
 }
 
@@ -382,7 +378,7 @@ func stringList(val any) ([]string, error) {
 	switch x := val.(type) {
 	case nil:
 	case string:
-		parts = splitOutsideQuotes(x)
+		parts = source.SplitTableList(x)
 	case []any:
 		for _, e := range x {
 			s, ok := e.(string)
@@ -404,29 +400,6 @@ func stringList(val any) ([]string, error) {
 	}
 	return out, nil
 }
-
-// splitOutsideQuotes splits s at the commas that are not inside a double
-// quoted identifier: public."a,b",s.c is two entries.
-func splitOutsideQuotes(s string) []string {
-	var parts []string
-	quoted, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			quoted = !quoted // "" inside quotes toggles twice: still quoted
-		case ',':
-			if !quoted {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(parts, s[start:])
-}
-
-// validationOrder is the order Validate reports bad settings in.
-var validationOrder = []string{keySourceURL, keyTargetURL, keySlot, keyPublication, keyTables, keySnapshot, keyTwoPhase, keyStreaming,
-	keyLogFormat, keyLogLevel, keyMetricsAddr, keyStatusInterval, keyTailBinary, keyKeepOrder, keyCopyWorkers, keyVerifyChunk, keyVerifyWait, keyPubCheck, keyWebhookURL}
 
 // Validate applies defaults to empty fields and checks every setting, returning
 // the problems as one line naming each variable and what is expected. The
@@ -514,11 +487,11 @@ func (c *Config) Validate(n need) error {
 		errs = add(errs, e.Key, &named)
 	}
 	// The webhook and alert settings' problems come last, in their order.
-	for _, err := range c.Notify.validate() {
+	for _, err := range c.Notify.Validate(envName) {
 		errs = add(errs, keyWebhookURL, err)
 	}
 	slices.SortStableFunc(errs, func(a, b keyedError) int {
-		return slices.Index(validationOrder, a.key) - slices.Index(validationOrder, b.key)
+		return settingIndex(a.key) - settingIndex(b.key)
 	})
 	out := make(settingErrors, len(errs))
 	for i, e := range errs {
@@ -574,12 +547,8 @@ func orDefault(raw, key string) string {
 }
 
 func defaultOf(key string) string {
-	for _, s := range settingDefaults {
-		if s.key == key {
-			return s.def
-		}
-	}
-	return ""
+	s, _ := settingOf(key)
+	return s.def
 }
 
 // oneOf checks that val is one of allowed, naming the variable otherwise.
@@ -589,43 +558,6 @@ func oneOf(key, val string, allowed ...string) error {
 	}
 	list := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
 	return fmt.Errorf("%s=%q: expected %s", envName(key), val, list)
-}
-
-// socketHostURL rewrites a postgres URL whose host is a percent-encoded
-// Unix-socket directory, as libpq takes it (postgres://u@%2Fvar%2Frun%2Fpg:5432/db),
-// into the form Go's URL parser and pgx take (postgres://u@:5432/db?host=%2Fvar%2Frun%2Fpg).
-// Anything else is returned as it is.
-func socketHostURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
-		return s
-	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	auth, tail := rest[:end], rest[end:]
-	userinfo, hostport := "", auth
-	if i := strings.LastIndex(auth, "@"); i >= 0 {
-		userinfo, hostport = auth[:i+1], auth[i+1:]
-	}
-	if !strings.HasPrefix(strings.ToLower(hostport), "%2f") {
-		return s
-	}
-	host, port := hostport, ""
-	if i := strings.LastIndex(hostport, ":"); i >= 0 {
-		host, port = hostport[:i], hostport[i:]
-	}
-	dir, err := url.PathUnescape(host)
-	if err != nil {
-		return s
-	}
-	path, query, _ := strings.Cut(tail, "?")
-	q := "host=" + url.QueryEscape(dir)
-	if query != "" {
-		q += "&" + query
-	}
-	return scheme + "://" + userinfo + port + path + "?" + q
 }
 
 // checkSourceURL checks that s is a libpq connection string (URL or key=value)

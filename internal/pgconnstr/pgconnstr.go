@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,6 +74,43 @@ func Check(s string) (reason string, err error) {
 		reason = text[strings.LastIndex(text, "`: ")+3:]
 	}
 	return reason, err
+}
+
+// SocketHostURL rewrites a postgres URL whose host is a percent-encoded
+// Unix-socket directory, as libpq takes it (postgres://u@%2Fvar%2Frun%2Fpg:5432/db),
+// into the form Go's URL parser and pgx take (postgres://u@:5432/db?host=%2Fvar%2Frun%2Fpg).
+// Anything else is returned as it is.
+func SocketHostURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
+		return s
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	auth, tail := rest[:end], rest[end:]
+	userinfo, hostport := "", auth
+	if i := strings.LastIndex(auth, "@"); i >= 0 {
+		userinfo, hostport = auth[:i+1], auth[i+1:]
+	}
+	if !strings.HasPrefix(strings.ToLower(hostport), "%2f") {
+		return s
+	}
+	host, port := hostport, ""
+	if i := strings.LastIndex(hostport, ":"); i >= 0 {
+		host, port = hostport[:i], hostport[i:]
+	}
+	dir, err := url.PathUnescape(host)
+	if err != nil {
+		return s
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	q := "host=" + url.QueryEscape(dir)
+	if query != "" {
+		q += "&" + query
+	}
+	return scheme + "://" + userinfo + port + path + "?" + q
 }
 
 // ParsePgx parses a connection string into a pgx configuration.

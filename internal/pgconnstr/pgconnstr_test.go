@@ -102,3 +102,17 @@ func TestOnThisMachine(t *testing.T) {
 		}
 	}
 }
+
+func TestSocketHostURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u:p@%2Ftmp%2Fpg:5433/db", "postgres://u:p@:5433/db?host=%2Ftmp%2Fpg"},
+		{"postgresql://%2fvar%2frun%2fpostgresql/db?sslmode=disable", "postgresql:///db?host=%2Fvar%2Frun%2Fpostgresql&sslmode=disable"},
+		{"postgres://u@host:5432/db", "postgres://u@host:5432/db"},
+		{"host=/tmp dbname=db", "host=/tmp dbname=db"},
+		{"mysql://u@%2Ftmp/db", "mysql://u@%2Ftmp/db"},
+	} {
+		if got := SocketHostURL(c.in); got != c.want {
+			t.Errorf("SocketHostURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
