@@ -316,3 +316,45 @@ func TestMonitorFollowsSessions(t *testing.T) {
 type statsSink struct{ st sink.Stats }
 
 func (s statsSink) Stats() sink.Stats { return s.st }
+
+// TestRunReadOnlyTarget: a target that takes no writes is an operator's fix
+// away: replicate retries until it is fixed, migrate gives up after its
+// attempts; a refused write whose cause is not known is explained by the
+// sink's preflight on a new sink (the database and its setting), once.
+func TestRunReadOnlyTarget(t *testing.T) {
+	tgt := applytest.New(0)
+	const fix = "default_transaction_read_only is on for the database: run ALTER DATABASE \"db\" RESET default_transaction_read_only"
+	tgt.PreflightProblems = []sink.Problem{{Kind: sink.ProblemCreateTables, Object: `"public"`, Fix: "GRANT …"},
+		{Kind: sink.ProblemReadOnly, Object: `"db"`, Fix: fix}}
+	refusal := errors.New("insert into t: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")
+	refused := fmt.Errorf("apply: %w", &sink.ReadOnlyError{Cause: "its sessions are read-only", Err: refusal})
+	const want = `target database "db" takes no writes: ` + fix + " (insert into t: cannot execute INSERT in a read-only transaction (SQLSTATE 25006))"
+
+	tr := newTestRelay(t, Config{}, tgt)
+	s := &script{tr: tr, errs: repeat(refused, 7)}
+	if _, err := tr.run(t.Context(), false, s.session); err != nil || s.calls != 8 {
+		t.Fatalf("replicate: %v after %d sessions; want it to retry until the target takes writes", err, s.calls)
+	}
+	if n := strings.Count(tr.logs.String(), "will retry"); n != 7 || !strings.Contains(tr.logs.String(), strings.ReplaceAll(want, `"`, `\"`)) {
+		t.Errorf("replicate retried %d times; want 7 saying %s; log:\n%s", n, want, tr.logs)
+	}
+
+	tr = newTestRelay(t, Config{}, tgt)
+	s = &script{tr: tr, errs: repeat(refused, 10)}
+	_, err := tr.run(t.Context(), true, s.session)
+	if err == nil || err.Error() != want+" (gave up after 5 attempts)" || !errors.Is(err, sink.ErrReadOnly) {
+		t.Fatalf("migrate: %v; want %s (gave up after 5 attempts)", err, want)
+	}
+
+	// Writable again by the time it is asked.
+	tr = newTestRelay(t, Config{}, applytest.New(0))
+	s = &script{tr: tr, errs: repeat(refused, 10)}
+	if _, err = tr.run(t.Context(), true, s.session); err == nil || !strings.Contains(err.Error(), "its sessions were read-only and are not any more") {
+		t.Fatalf("migrate, writable again: %v", err)
+	}
+
+	// Found by the preflight of a session: said once, first.
+	if err := tr.targetProblems(tgt.PreflightProblems); err == nil || err.Error() != `target database "db" takes no writes: `+fix {
+		t.Errorf("targetProblems: %v", err)
+	}
+}
