@@ -430,7 +430,8 @@ func testRetryableClass(t *testing.T, tgt Target) {
 	}
 }
 
-// testReadOnlyClass: a write a read-only target refuses is marked so.
+// testReadOnlyClass: a write a read-only target refuses is marked so (the
+// relay retries it as such, not as ErrRetryable), and a preflight finds it.
 func testReadOnlyClass(t *testing.T, tgt Target) {
 	rs, ok := tgt.(ReadOnlySwitch)
 	if !ok {
@@ -447,6 +448,18 @@ func testReadOnlyClass(t *testing.T, tgt Target) {
 	}
 	if !errors.Is(err, sink.ErrReadOnly) || errors.Is(err, sink.ErrRetryable) {
 		t.Fatalf("writing to a read-only target: %v, want it marked read-only, not retryable", err)
+	}
+	// A preflight finds it first, saying which database and what to undo.
+	pf, ok := tgt.Open(t).(sink.Preflighter)
+	if !ok {
+		return
+	}
+	problems, err := pf.Preflight(ctxFor(t), []string{"public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) == 0 || problems[0].Kind != sink.ProblemReadOnly || problems[0].Object == "" || problems[0].Fix == "" {
+		t.Errorf("preflight of a read-only target: %+v, want a read-only problem first, naming the database and the fix", problems)
 	}
 }
 
