@@ -56,8 +56,9 @@
 //	                               rows it had
 //	SequenceSetter       no        migrate leaves the target's sequences as they are
 //	StatsReporter        no        /metrics shows no target counters
-//	Verifier             no        verify cannot compare the target (sink/verify.go;
-//	                               VerifyChecksums: rows are read and hashed)
+//	Verifier             no        verify cannot compare the target (sink/verify.go)
+//	VerifyChecksums      no        verify reads and hashes the rows instead of
+//	                               checksumming them on the server
 //
 // # Errors
 //
