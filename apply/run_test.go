@@ -48,7 +48,7 @@ func (f *fakeStream) Received() source.LSN {
 func (f *fakeStream) Ack(lsn source.LSN) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if stored := f.sink.Progress().LSN; lsn > stored {
+	if stored := f.sink.Stored().LSN; lsn > stored {
 		f.problems = append(f.problems, fmt.Sprintf("ack %s passes the stored position %s", lsn, stored))
 	}
 	if n := len(f.acks); n > 0 && lsn <= f.acks[n-1] {
@@ -147,7 +147,7 @@ func TestRunAcksOnlyWhatIsDurable(t *testing.T) {
 	waitFor(t, "ack of the group", func() bool { return stream.lastAck() >= 0x128 })
 	// Idle with nothing in hand: the source's position is stored, then acked.
 	waitFor(t, "ack of the idle position", func() bool { return stream.lastAck() == 0x5000 })
-	if p := s.Progress().LSN; p != 0x5000 {
+	if p := s.Stored().LSN; p != 0x5000 {
 		t.Fatalf("stored %s", p)
 	}
 	close(stream.frames)
