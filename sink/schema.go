@@ -37,6 +37,12 @@ type ObjectResult struct {
 	Incomplete bool `json:"incomplete,omitempty"`
 }
 
+// Missing tells an object the target does not have: left out, or deferred
+// and not made since.
+func (r ObjectResult) Missing() bool {
+	return r.State == ObjectLeftOut || r.State == ObjectDeferred
+}
+
 // SchemaCarrier is the capability to create on the target the schema
 // objects that go with the replicated tables (schema.ReadObjects): what the
 // application needs besides the tables' rows, keys and indexes.

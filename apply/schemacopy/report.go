@@ -26,7 +26,7 @@ func Render(w io.Writer, rep *sink.CutoverReport) error {
 	}
 	for _, r := range rep.Objects {
 		switch {
-		case r.State == sink.ObjectLeftOut || r.State == sink.ObjectDeferred:
+		case r.Missing():
 			fmt.Fprintf(&b, "  left out: %s %s: %s\n", r.Kind, r.Name, r.Reason)
 		case r.Incomplete:
 			fmt.Fprintf(&b, "  at the switch: %s %s: %s\n", r.Kind, r.Name, r.Reason)
@@ -37,6 +37,44 @@ func Render(w io.Writer, rep *sink.CutoverReport) error {
 		b.WriteString("ready to switch: yes (stop the application's writes on the source first, then run pgrelay migrate once more, or pgrelay sequences while replicate runs)\n")
 	} else {
 		b.WriteString("ready to switch: no: " + strings.Join(rd.NotReady, "; ") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// RenderStatus writes rd as the cut-over section of status's text, one
+// tab-separated line each (a label, then what it says), and note, why part
+// of it could not be made (""). A nil rd writes nothing.
+func RenderStatus(w io.Writer, rd *Readiness, note string) error {
+	if rd == nil {
+		return nil
+	}
+	var b strings.Builder
+	ready := "not ready: " + strings.Join(rd.NotReady, "; ")
+	if rd.Ready {
+		ready = "READY: caught up, sequences at the source's values, nothing left out"
+	}
+	fmt.Fprintf(&b, "\ncut-over\t%s\n", ready)
+	if rd.LastMigration != nil {
+		fmt.Fprintf(&b, "last migrate\t%s (PGRELAY_SCHEMA=%s)\n", rd.LastMigration.UTC().Format(time.RFC3339), rd.Schema)
+	}
+	switch {
+	case rd.SequencesBehind == nil:
+		b.WriteString("sequences\tnot compared\n")
+	case len(rd.SequencesBehind) == 0:
+		b.WriteString("sequences\tat the source's values\n")
+	default:
+		fmt.Fprintf(&b, "sequences\tbehind the source: %s\n", strings.Join(rd.SequencesBehind, ", "))
+	}
+	for _, o := range rd.LeftOut {
+		what := "at the switch"
+		if o.Missing() {
+			what = "left out"
+		}
+		fmt.Fprintf(&b, "%s\t%s %s: %s\n", what, o.Kind, o.Name, o.Reason)
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "note\t%s\n", note)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -89,7 +127,7 @@ func Ready(rep *sink.CutoverReport, applied source.LSN, lag *int64, behind []str
 	left, hand := 0, 0
 	for _, r := range rep.Objects {
 		switch {
-		case r.State == sink.ObjectLeftOut || r.State == sink.ObjectDeferred:
+		case r.Missing():
 			left++
 		case r.Incomplete:
 			hand++

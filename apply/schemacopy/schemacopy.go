@@ -170,6 +170,9 @@ func Finish(ctx context.Context, cfg Config, src *pgx.Conn, tgt any, caughtUp so
 		schemas = objs.Schemas
 	}
 	set, unset, err := SetSequences(ctx, cfg, src, tgt, schemas)
+	if source.IsLockTimeout(err) {
+		return nil, fmt.Errorf("caught up, but %w", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +273,7 @@ func SetSequences(ctx context.Context, cfg Config, src *pgx.Conn, tgt any, schem
 	}
 	seqs, err := ReadSequences(ctx, cfg, src, schemas)
 	if source.IsLockTimeout(err) {
-		return 0, nil, fmt.Errorf("the sequences could not be read: %s; once it is released, run it again to set them: %w", source.LockedHint, err)
+		return 0, nil, fmt.Errorf("the sequences could not be read: %s; once it is released, run pgrelay migrate or pgrelay sequences again to set them: %w", source.LockedHint, err)
 	}
 	if err != nil {
 		return 0, nil, err
@@ -285,7 +288,7 @@ func SetSequences(ctx context.Context, cfg Config, src *pgx.Conn, tgt any, schem
 			if !seen[name] {
 				seen[name] = true
 				unset = append(unset, sink.ObjectResult{Kind: schema.KindSequence, Name: q.Schema + "." + q.Name, State: sink.ObjectLeftOut,
-					Reason: fmt.Sprintf("not set: the source role may not read it; GRANT SELECT ON SEQUENCE %s TO %s", name, pgx.Identifier{user}.Sanitize())})
+					Reason: "not set: the source role may not read it; " + q.GrantRead(user)})
 			}
 			continue
 		}
@@ -313,19 +316,7 @@ func ReadSequences(ctx context.Context, cfg Config, src *pgx.Conn, schemas []str
 	if cfg.Schema != ModeAll {
 		schemas = nil
 	}
-	var seqs []source.Sequence
-	err := source.WithLockTimeout(ctx, src, cfg.LockWait, func(tx pgx.Tx) error {
-		// The joins in the order written: planning them every way took
-		// 14 ms of the end of a migration (4 ms on a warm session), the
-		// query itself 1.
-		if _, err := tx.Exec(ctx, "SET LOCAL join_collapse_limit = 1; SET LOCAL from_collapse_limit = 1"); err != nil {
-			return err
-		}
-		var err error
-		seqs, err = source.ReadSequencesIn(ctx, tx.Conn(), cfg.Publication, schemas)
-		return err
-	})
-	return seqs, err
+	return source.ReadSequencesWaiting(ctx, src, cfg.Publication, schemas, cfg.LockWait)
 }
 
 // SequenceSchemas are the schemas whose other sequences ModeAll sets: those
