@@ -37,7 +37,8 @@ func testE2ESchemaPartitionDDL(t *testing.T, viaRoot bool) {
 		CREATE TABLE pd_1 PARTITION OF pd FOR VALUES IN (1);
 		CREATE TABLE pd_2 PARTITION OF pd FOR VALUES IN (2);
 		CREATE TABLE pd_3 PARTITION OF pd FOR VALUES IN (3);
-		INSERT INTO pd SELECT i, 1 + i % 3, i * 10, 'b' || i FROM generate_series(1, 30) i`)
+		INSERT INTO pd SELECT i, 1 + i % 3, i * 10, 'b' || i FROM generate_series(1, 30) i;
+		CREATE VIEW pd_v AS SELECT id, k, a FROM pd WHERE id % 2 = 0`)
 	if viaRoot {
 		e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR ALL TABLES WITH (publish_via_partition_root = true)")
 	}
@@ -58,7 +59,7 @@ func testE2ESchemaPartitionDDL(t *testing.T, viaRoot bool) {
 	e.src.Exec(t, `ALTER TABLE pd DROP COLUMN b;
 		UPDATE pd SET a = a + 1 WHERE id = 101;
 		INSERT INTO pd (id, k, a) VALUES (103, 3, 2)`)
-	e.src.Exec(t, `ALTER TABLE pd ALTER COLUMN a TYPE bigint;
+	e.src.Exec(t, `DROP VIEW pd_v; ALTER TABLE pd ALTER COLUMN a TYPE bigint; CREATE VIEW pd_v AS SELECT id, k, a FROM pd WHERE id % 2 = 0;
 		INSERT INTO pd (id, k, a) VALUES (104, 1, 5000000000)`)
 	e.src.Exec(t, `UPDATE pd SET c = 9 WHERE id = 3; DELETE FROM pd WHERE id = 6`) // pd_1 (3 % 3 = 0), then pd_1
 	e.src.Exec(t, `INSERT INTO pd (id, k, a) VALUES (105, 3, 6000000000); UPDATE pd SET a = -1 WHERE k = 2 AND id < 10`)
@@ -85,6 +86,7 @@ func testE2ESchemaPartitionDDL(t *testing.T, viaRoot bool) {
 	}
 	e2eSameOutcomes(t, e, []string{
 		`SELECT id, k, a2, c FROM public.pd ORDER BY id`,
+		`SELECT * FROM public.pd_v ORDER BY id`,
 		`SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'public.pd'::regclass AND attnum > 0 AND NOT attisdropped`,
 		`INSERT INTO public.pd (id, k, a2) VALUES (900, 2, 1) RETURNING id, k, a2, c, tableoid::regclass`,
 	})

@@ -124,3 +124,30 @@ func LearnsNumbers(prev, t *Table) bool {
 	}
 	return false
 }
+
+// ColumnsChanged names the columns of prev (by prev's names) that
+// AlterTable(prev, t) drops (generated ones too, also one dropped to be
+// added again with a new expression) and those it retypes (or gives
+// another collation): what other objects of the target may depend on.
+func ColumnsChanged(prev, t *Table) (dropped, retyped []string) {
+	m := matchColumns(prev, t)
+	for i, p := range prev.Columns {
+		j, ok := m.newOf[i]
+		switch {
+		case !ok:
+			dropped = append(dropped, p.Name)
+		case p.TypeName != t.Columns[j].TypeName || p.Collation != t.Columns[j].Collation:
+			retyped = append(retyped, p.Name)
+		}
+	}
+	now := map[string]GeneratedColumn{}
+	for _, g := range t.Generated {
+		now[g.Name] = g
+	}
+	for _, g := range prev.Generated {
+		if n, ok := now[g.Name]; !ok && t.Column(g.Name) == nil || ok && n.Expr != "" && (n.TypeName != g.TypeName || n.Expr != g.Expr) {
+			dropped = append(dropped, g.Name)
+		}
+	}
+	return dropped, retyped
+}

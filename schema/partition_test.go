@@ -95,3 +95,21 @@ func TestFollowPartitionChange(t *testing.T) {
 		t.Errorf("a rename of the added column once its number is known: %q", stmts)
 	}
 }
+
+// What other objects may depend on: the columns dropped (by their old
+// name) and retyped; not one renamed or whose default changed.
+func TestColumnsChanged(t *testing.T) {
+	prev, next := partitionVersions()
+	dropped, retyped := ColumnsChanged(prev, next)
+	if !slices.Equal(dropped, []string{"b"}) || !slices.Equal(retyped, []string{"a"}) {
+		t.Errorf("ColumnsChanged = %q, %q; want [b], [a]", dropped, retyped)
+	}
+	prev.Generated = []GeneratedColumn{{Name: "g", TypeName: "integer", Expr: "(id * 2)"}, {Name: "h", TypeName: "integer", Expr: "(id * 3)"}, {Name: "k", TypeName: "integer", Expr: "1"}}
+	next.Generated = []GeneratedColumn{{Name: "g", TypeName: "integer", Expr: "(id * 4)"}, {Name: "k", TypeName: "integer", Expr: "1"}}
+	if dropped, _ = ColumnsChanged(prev, next); !slices.Equal(dropped, []string{"b", "g", "h"}) {
+		t.Errorf("with generated columns, dropped %q; want [b g h]", dropped)
+	}
+	if dropped, retyped = ColumnsChanged(next, next); len(dropped)+len(retyped) != 0 {
+		t.Errorf("no change: %q, %q", dropped, retyped)
+	}
+}

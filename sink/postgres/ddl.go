@@ -178,6 +178,23 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 	ddl = append(ddl, more...)
+	if !create {
+		// Views and foreign keys of the target on a column the change drops
+		// or retypes (dependents.go).
+		columns := quotedTable(s.dialect, prev)
+		if part != nil && !part.detach {
+			columns = part.root.String()
+		}
+		w, err := s.dependents(ctx, conn, columns, quotedTable(s.dialect, prev), prev, t)
+		if err != nil {
+			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		}
+		if w != nil {
+			s.logger().Info("objects of the target stood in the way of the source's change of the table: dropped before it and made again after it, from the target's definitions (one that cannot be made again is listed as left out in status until the next pgrelay migrate)",
+				"table", qname, "objects", strings.Join(w.names, ", "))
+			ddl = append(append(slices.Clone(w.drop), ddl...), w.block(s.slot, t.QualifiedName()))
+		}
+	}
 	if create {
 		ddl = append(ddl, identityByDefault(qname))
 	}
@@ -332,7 +349,7 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		if ce := (*sink.ChangeError)(nil); errors.As(err, &ce) && ce.Op != opDDL.String() {
 			return false, &sink.EarlierChangeError{Err: err}
 		}
-		return false, collationHint(err)
+		return false, dependentHint(collationHint(err))
 	}
 	s.logMoves(t, pl)
 	if undo := s.located.place(t, pl); !own {
@@ -433,7 +450,7 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, collationHint(err))
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, dependentHint(collationHint(err)))
 	}
 	s.forget(prev)
 	s.forget(t)
