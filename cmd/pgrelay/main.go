@@ -65,6 +65,8 @@ var commandTimeouts = map[string]pgconnstr.Timeouts{
 	"teardown": {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
 	"verify":   {Connect: pgconnstr.DefaultConnectTimeout},
 	"tail":     {Connect: pgconnstr.DefaultConnectTimeout},
+	// sequences waits for a connection, not for the locks it takes.
+	"sequences": {Connect: pgconnstr.DefaultConnectTimeout},
 }
 
 // commands lists the implemented subcommands.
