@@ -113,3 +113,22 @@ func TestColumnsChanged(t *testing.T) {
 		t.Errorf("no change: %q, %q", dropped, retyped)
 	}
 }
+
+// A partition's primary key that is its partitioned table's stays when its
+// replica identity changes; one of its own goes, and one is added only
+// where it has none.
+func TestPostgresAlterPartitionKey(t *testing.T) {
+	prev := table("public", "p1", IdentityDefault, col("id", "integer", key, attnum(1)), col("v", "text", attnum(2)))
+	full := table("public", "p1", IdentityFull, col("id", "integer", notNull, attnum(1)), col("v", "text", attnum(2)))
+	stmts, err := PostgresDialect{}.AlterPartition(prev, full, QualifiedName{Schema: "public", Name: "root"})
+	if err != nil || len(stmts) != 1 || !strings.Contains(stmts[0], "contype = 'p' AND coninhcount = 0;") {
+		t.Errorf("key dropped: %q, %v", stmts, err)
+	}
+	stmts, err = PostgresDialect{}.AlterPartition(full, prev, QualifiedName{Schema: "public", Name: "root"})
+	if err != nil || len(stmts) != 1 || !strings.Contains(stmts[0], `IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = '"public"."p1"'::pg_catalog.regclass AND contype = 'p') THEN`) {
+		t.Errorf("key added: %q, %v", stmts, err)
+	}
+	if stmts, _ := Postgres.AlterTable(prev, full); strings.Contains(strings.Join(stmts, ";"), "coninhcount") {
+		t.Errorf("a table of its own: %q", stmts)
+	}
+}

@@ -498,11 +498,17 @@ func (d PostgresDialect) alterTable(prev, t *Table, root *QualifiedName) ([]stri
 	own := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
 
 	prevKey, newKey := d.primaryKey(prev), d.primaryKey(t)
+	// A partition's primary key that is its partitioned table's stays, as
+	// on the source (where a partition's replica identity is its own).
+	inherited := ""
+	if root != nil {
+		inherited = " AND coninhcount = 0"
+	}
 	if prevKey != newKey && prevKey != "" {
 		stmts = append(stmts, doBlock(`DECLARE
 	pk pg_catalog.name;
 BEGIN
-	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p';
+	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p'`+inherited+`;
 	IF pk IS NOT NULL THEN
 		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', `+pgquote.Literal(table)+`, pk);
 	END IF;
@@ -628,7 +634,15 @@ END`))
 		}
 		alter("ADD COLUMN IF NOT EXISTS " + d.generatedDef(g))
 	}
-	if prevKey != newKey && newKey != "" {
+	switch {
+	case prevKey == newKey || newKey == "":
+	case root != nil:
+		stmts = append(stmts, doBlock(`BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p') THEN
+		ALTER TABLE `+table+` ADD PRIMARY KEY (`+newKey+`);
+	END IF;
+END`))
+	default:
 		own("ADD PRIMARY KEY (" + newKey + ")")
 	}
 	return stmts, nil
