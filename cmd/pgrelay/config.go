@@ -300,7 +300,7 @@ func fileTypeError(path, key string, val any) error {
 }
 
 // scriptVariables are PGRELAY_* variables of the project's scripts and tests
-// (README: The two commands), not settings of the binary.
+// (Makefile, scripts/, integration/), not settings of the binary.
 var scriptVariables = []string{"PGRELAY_CACHE", "PGRELAY_TEST_", "PGRELAY_E2E_", "PGRELAY_BENCH_"}
 
 // unknownSettings lists the PGRELAY_* variables of environ that are not
