@@ -20,8 +20,10 @@ package integration
 // BenchmarkSnapshot: a pgbench database copied into fresh targets by
 // `pgrelay migrate`, by a native subscription's initial table sync, and by
 // pg_dump | psql; a sub-benchmark per scale of PGRELAY_BENCH_SCALE (default
-// 20) and target major of PGRELAY_BENCH_TARGET_MAJORS (default 15,18):
-// BenchmarkSnapshot/s20/15to15, BenchmarkSnapshot/s20/15to18.
+// 20,100: 256 MB and 1.3 GB of table data) and target major of
+// PGRELAY_BENCH_TARGET_MAJORS (default 15,18): BenchmarkSnapshot/s20/15to15,
+// BenchmarkSnapshot/s20/15to18, BenchmarkSnapshot/s100/15to15, ... A scale-100
+// source takes 1.5 GB of disk, and each target as much while its copy runs.
 //
 // Each contender runs PGRELAY_BENCH_ROUNDS times (default 3), each round with
 // the next contender first, each after a CHECKPOINT of the servers it uses
@@ -87,7 +89,7 @@ const (
 	benchDrainThreads     = 2
 	benchDrainTxPerClient = 25000
 	benchDrainTx          = benchDrainClients * benchDrainTxPerClient
-	benchSnapshotScale    = "20"
+	benchSnapshotScale    = "20,100"
 	benchPublication      = "bench_pub"
 )
 
@@ -550,6 +552,9 @@ type benchDrain struct {
 	confirmLag     time.Duration
 	srcCPU, tgtCPU time.Duration
 	proc           *benchProc // pgrelay's process, nil for the others
+	// streaming is when pgrelay logged that it streams from its slot, from
+	// its start: its start-up (connections, checks, the target's state).
+	streaming time.Duration
 }
 
 // benchDrainer is one consumer of the backlog.
@@ -698,11 +703,27 @@ func benchPgrelayDrainer(b *testing.B, bin string, src *harness.PG, round, comma
 		}
 		time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
 		r.srcCPU, r.tgtCPU = benchServerCPU(b, src)-srcCPU, benchServerCPU(b, tgt)-tgtCPU
+		r.streaming = benchLogged(r.proc.start, r.proc.stderr, "streaming")
 		if got := tgt.QueryString(b, benchChecksum); got != end.checksum {
 			b.Fatalf("pgrelay %s target checksum %s, source %s", command, got, end.checksum)
 		}
 		return r
 	}
+}
+
+// benchLogged is when pgrelay's JSON log (log) first has the message msg,
+// from start; 0 when it has none.
+func benchLogged(start time.Time, log, msg string) time.Duration {
+	for _, line := range strings.Split(log, "\n") {
+		var e struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Msg == msg {
+			return e.Time.Sub(start)
+		}
+	}
+	return 0
 }
 
 // benchReplicateUntil runs `pgrelay replicate` until w sees its slot confirm
@@ -846,7 +867,7 @@ func benchDrainOnce(b *testing.B, drainers []benchDrainer, iter, rounds int) (ma
 					msg += fmt.Sprintf(", confirmed %v after its last change was visible", r.confirmLag.Round(time.Millisecond))
 				}
 				if r.proc != nil {
-					msg += fmt.Sprintf(", CPU %v, peak RSS %.0f MB", r.proc.cpu.Round(time.Millisecond), benchMB(r.proc.maxRSS))
+					msg += fmt.Sprintf(", CPU %v, peak RSS %.0f MB, streaming after %v", r.proc.cpu.Round(time.Millisecond), benchMB(r.proc.maxRSS), r.streaming.Round(time.Millisecond))
 				}
 				b.Logf("%s; load average %s", msg, benchLoad())
 			}
@@ -922,6 +943,11 @@ func benchDrainReport(b *testing.B, drainers []benchDrainer, results map[string]
 		fmt.Fprintf(&t, "| %s | %.2f | %s | %.0f | %.2f× | %s | %.1f | %s | %s | %s |\n", d.name, m.Seconds(), benchSeconds(walls), benchDrainTx/m.Seconds(),
 			m.Seconds()/ref.Seconds(), lag, med(d.name, func(r benchDrain) time.Duration { return r.srcCPU }).Seconds(), tgt, cpu, rssCol)
 	}
+	for _, d := range drainers {
+		if rs := results[d.name]; len(rs) > 0 && rs[0].proc != nil {
+			fmt.Fprintf(&t, "\n%s logged that it streams from its slot %.2f s after its start (median).", d.name, med(d.name, func(r benchDrain) time.Duration { return r.streaming }).Seconds())
+		}
+	}
 	t.WriteString("\nThe native subscription and pgrelay replicate are done when their slot has confirmed the backlog's end; pgrelay migrate when it exits (it confirms before). \"Confirmed after last change\": from the backlog's last change visible on the target to the slot's confirmed_flush_lsn reaching it (looked for every 10 ms). CPU columns: the PostgreSQL servers' CPU time during each drain (load on the machine from other work does not count).\n")
 	fmt.Print(t.String())
 }
@@ -936,7 +962,24 @@ type benchCopy struct {
 	// phases: pgrelay's copy of its largest table, from its log (zero for
 	// the others): until the table's last row was in, and its key build.
 	loaded, keyed time.Duration
-	checkpoints   int // the target server's checkpoints during the copy
+	checkpoints   int   // the target server's checkpoints during the copy
+	walBytes      int64 // the WAL the target wrote during the copy
+}
+
+// benchWALAt is pg's current WAL position, for benchWALSince.
+func benchWALAt(b *testing.B, pg *harness.PG) string {
+	b.Helper()
+	return pg.QueryString(b, "SELECT pg_catalog.pg_current_wal_lsn()")
+}
+
+// benchWALSince is how many bytes of WAL pg wrote since from.
+func benchWALSince(b *testing.B, pg *harness.PG, from string) int64 {
+	b.Helper()
+	n, err := strconv.ParseInt(pg.QueryString(b, "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), $1::pg_lsn)::bigint", from), 10, 64)
+	if err != nil {
+		b.Fatalf("WAL written: %v", err)
+	}
+	return n
 }
 
 // benchCopier is one way of copying the source into a new target.
@@ -1058,7 +1101,7 @@ func BenchmarkSnapshot(b *testing.B) {
 								fs[j] = func() {
 									r := c.copy(b, src, round, want)
 									results[c.name] = append(results[c.name], r)
-									msg := fmt.Sprintf("round %s: %s: %v, %d target checkpoints", round, c.name, r.wall.Round(time.Millisecond), r.checkpoints)
+									msg := fmt.Sprintf("round %s: %s: %v, %d target checkpoints, %.0f MB of target WAL", round, c.name, r.wall.Round(time.Millisecond), r.checkpoints, benchMB(r.walBytes))
 									if r.proc != nil {
 										msg += fmt.Sprintf(", CPU %v, peak RSS %.0f MB; largest table loaded at %v, keyed at %v", r.proc.cpu.Round(time.Millisecond), benchMB(r.proc.maxRSS), r.loaded.Round(time.Millisecond), r.keyed.Round(time.Millisecond))
 									}
@@ -1126,7 +1169,7 @@ func benchSnapshotReport(b *testing.B, scale int, data int64, tgt benchSnapshotT
 	fmt.Fprintf(&t, "\nSnapshot: pgbench -s %d (%d rows), %.0f MB of table data (heap and TOAST, without indexes), a PostgreSQL %d source, target %s, on one %d-core machine; every copy ends with the tables' primary keys built. Medians of %d rounds, each on new targets, each contender first in turn, each after a CHECKPOINT and a sync. Load average %s at the start, %s at the end.\n",
 		scale, scale*100000+scale*10+scale, benchMB(data), benchMajor, tgt.name, benchCPUs(), rounds, loadStart, benchLoad())
 	fmt.Fprintf(&t, "Target settings: %s.\n\n", tgt.settings(b))
-	t.WriteString("| copy | seconds (median) | each round | MB/s | pgrelay is | source CPU s | target CPU s | target checkpoints |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
+	t.WriteString("| copy | seconds (median) | each round | MB/s | pgrelay is | source CPU s | target CPU s | target WAL MB | target checkpoints |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for k := len(copiers) - 1; k >= 0; k-- {
 		c := copiers[k]
 		walls := pick(c.name, wall)
@@ -1136,9 +1179,10 @@ func benchSnapshotReport(b *testing.B, scale int, data int64, tgt benchSnapshotT
 			cps = append(cps, r.checkpoints)
 		}
 		slices.Sort(cps)
-		fmt.Fprintf(&t, "| %s | %.2f | %s | %.0f | %.2f× | %.1f | %.1f | %d |\n", c.name, m.Seconds(), benchSeconds(walls), mbps(m), m.Seconds()/mRef.Seconds(),
+		fmt.Fprintf(&t, "| %s | %.2f | %s | %.0f | %.2f× | %.1f | %.1f | %.0f | %d |\n", c.name, m.Seconds(), benchSeconds(walls), mbps(m), m.Seconds()/mRef.Seconds(),
 			benchMedian(pick(c.name, func(r benchCopy) time.Duration { return r.srcCPU })).Seconds(),
-			benchMedian(pick(c.name, func(r benchCopy) time.Duration { return r.tgtCPU })).Seconds(), cps[len(cps)/2])
+			benchMedian(pick(c.name, func(r benchCopy) time.Duration { return r.tgtCPU })).Seconds(),
+			benchMB(int64(benchMedian(pick(c.name, func(r benchCopy) time.Duration { return time.Duration(r.walBytes) })))), cps[len(cps)/2])
 	}
 	t.WriteString("\n")
 	for _, c := range copiers {
@@ -1218,14 +1262,14 @@ func benchPgrelayCopy(b *testing.B, bin string, src *harness.PG, major int, roun
 	defer tgt.Destroy(b)
 	slot := "bench_snap_" + round
 	benchQuiesce(b, src, tgt)
-	srcCPU, tgtCPU, cps := benchServerCPU(b, src), benchServerCPU(b, tgt), benchCheckpoints(tgt)
+	srcCPU, tgtCPU, cps, wal := benchServerCPU(b, src), benchServerCPU(b, tgt), benchCheckpoints(tgt), benchWALAt(b, tgt)
 	env := benchPgrelayEnv(src, tgt, slot, "auto")
 	if os.Getenv("PGRELAY_BENCH_LOG") != "" {
 		env = append(env, "PGRELAY_LOG_LEVEL=debug")
 	}
 	p := benchRun(b, 60*time.Minute, env, "snapshot", bin, "migrate")
 	time.Sleep(500 * time.Millisecond) // the postmasters reap pgrelay's sessions, adding their CPU time
-	r := benchCopy{wall: p.wall, proc: &p, srcCPU: benchServerCPU(b, src) - srcCPU, tgtCPU: benchServerCPU(b, tgt) - tgtCPU, checkpoints: benchCheckpoints(tgt) - cps}
+	r := benchCopy{wall: p.wall, proc: &p, srcCPU: benchServerCPU(b, src) - srcCPU, tgtCPU: benchServerCPU(b, tgt) - tgtCPU, checkpoints: benchCheckpoints(tgt) - cps, walBytes: benchWALSince(b, tgt, wal)}
 	r.loaded, r.keyed = benchPhases(p.start, p.stderr)
 	benchCheckCopy(b, "pgrelay", tgt, want)
 	src.Exec(b, "SELECT pg_catalog.pg_drop_replication_slot($1)", slot)
@@ -1273,14 +1317,14 @@ func benchNativeCopy(b *testing.B, src *harness.PG, major int, round string, wan
 	benchPipe(b, 10*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "-s", "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(tgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
 	benchQuiesce(b, src, tgt)
-	srcCPU, tgtCPU, cps := benchServerCPU(b, src), benchServerCPU(b, tgt), benchCheckpoints(tgt)
+	srcCPU, tgtCPU, cps, wal := benchServerCPU(b, src), benchServerCPU(b, tgt), benchCheckpoints(tgt), benchWALAt(b, tgt)
 	start := time.Now()
 	tgt.Exec(b, fmt.Sprintf("CREATE SUBSCRIPTION bench_sub CONNECTION '%s' PUBLICATION %s WITH (copy_data = true, slot_name = 'bench_native_sync_%s')",
 		benchConnInfo(src), benchPublication, round))
 	benchWait(b, 60*time.Minute, 50*time.Millisecond, "the native subscription's tables to be ready", func() bool {
 		return tgt.QueryString(b, "SELECT count(*) = 4 AND bool_and(srsubstate = 'r') FROM pg_catalog.pg_subscription_rel") == "t"
 	})
-	r := benchCopy{wall: time.Since(start), srcCPU: benchServerCPU(b, src) - srcCPU, tgtCPU: benchServerCPU(b, tgt) - tgtCPU, checkpoints: benchCheckpoints(tgt) - cps}
+	r := benchCopy{wall: time.Since(start), srcCPU: benchServerCPU(b, src) - srcCPU, tgtCPU: benchServerCPU(b, tgt) - tgtCPU, checkpoints: benchCheckpoints(tgt) - cps, walBytes: benchWALSince(b, tgt, wal)}
 	benchCheckCopy(b, "native subscription", tgt, want)
 	tgt.Exec(b, "DROP SUBSCRIPTION bench_sub")
 	return r
@@ -1292,11 +1336,11 @@ func benchDumpCopy(b *testing.B, src *harness.PG, major int, want benchSnapshotW
 	tgt := benchServer(b, major, benchNoAutovacuum)
 	defer tgt.Destroy(b)
 	benchQuiesce(b, src, tgt)
-	srcCPU, tgtCPU, cps := benchServerCPU(b, src), benchServerCPU(b, tgt), benchCheckpoints(tgt)
+	srcCPU, tgtCPU, cps, wal := benchServerCPU(b, src), benchServerCPU(b, tgt), benchCheckpoints(tgt), benchWALAt(b, tgt)
 	wall := benchPipe(b, 60*time.Minute, benchLibpqEnv(src), []string{benchTool(b, "pg_dump"), "--no-publications", "--no-subscriptions"},
 		benchLibpqEnv(tgt), []string{benchTool(b, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"})
 	time.Sleep(500 * time.Millisecond) // the postmasters reap pg_dump's and psql's sessions
-	r := benchCopy{wall: wall, srcCPU: benchServerCPU(b, src) - srcCPU, tgtCPU: benchServerCPU(b, tgt) - tgtCPU, checkpoints: benchCheckpoints(tgt) - cps}
+	r := benchCopy{wall: wall, srcCPU: benchServerCPU(b, src) - srcCPU, tgtCPU: benchServerCPU(b, tgt) - tgtCPU, checkpoints: benchCheckpoints(tgt) - cps, walBytes: benchWALSince(b, tgt, wal)}
 	benchCheckCopy(b, "pg_dump | psql", tgt, want)
 	return r
 }
