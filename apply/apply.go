@@ -867,7 +867,7 @@ type commitWaiter interface {
 // columnFiller is the optional capability of a Catalog to tell what older
 // rows hold in a column (sink.FillResolver).
 type columnFiller interface {
-	ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill string, found, volatile bool, err error)
+	ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill *schema.Value, found, volatile bool, err error)
 }
 
 // apartEnsurer is the optional capability of a sink to bring a table to a

@@ -183,11 +183,12 @@ type PreparedFills interface {
 
 // FillResolver returns the fill value of column of the source table whose OID
 // is relationID (schema.table when relationID is 0: the table as the
-// Relation message named it) as the source catalog has it now: a typed SQL
-// literal, or "" when rows older than the column hold NULL. found is false when
-// the source no longer has the column. volatile reports a default that is not
-// immutable, which gave each older row a value of its own that cannot be known.
-type FillResolver func(ctx context.Context, relationID uint32, schema, table, column string) (fill string, found, volatile bool, err error)
+// Relation message named it) as the source catalog has it now: a value of the
+// column's type, or nil when rows older than the column hold NULL. found is
+// false when the source no longer has the column. volatile reports a default
+// that is not immutable, which gave each older row a value of its own that
+// cannot be known.
+type FillResolver func(ctx context.Context, relationID uint32, schema, table, column string) (fill *schema.Value, found, volatile bool, err error)
 
 // DDLCommits is the capability to say that the target's DDL commits the open
 // transaction implicitly (MySQL, MariaDB). When DDLCommits returns true, apply
