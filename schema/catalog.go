@@ -75,12 +75,12 @@ type ColumnFacts struct {
 	TypeName        string // format_type(atttypid, atttypmod), qualified for non-built-in types
 	NotNull         bool
 	Default         SourceExpr // pg_get_expr of the default, "" when none (or generated column)
-	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
-	PortableDefault bool   // see Column.PortableDefault
+	VolatileDefault bool       // the default is not immutable: it cannot be reproduced on a target
+	PortableDefault bool       // see Column.PortableDefault
 	Fill            *Value     // attmissingval, nil when none (see Column.Fill)
-	Identity        string // see Column.Identity
-	Collation       string // see Column.Collation
-	KeyPosition     int16  // see Column.KeyPosition
+	Identity        string     // see Column.Identity
+	Collation       string     // see Column.Collation
+	KeyPosition     int16      // see Column.KeyPosition
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
 	// Generated is the expression of a stored generated column, "" for other

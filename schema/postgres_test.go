@@ -33,7 +33,7 @@ func volatile(expr string) func(*Column) {
 func portable(expr string) func(*Column) {
 	return func(c *Column) { c.Default = SourceExpr(expr); c.VolatileDefault = true; c.PortableDefault = true }
 }
-func attnum(n int16) func(*Column)  { return func(c *Column) { c.Attnum = n } }
+func attnum(n int16) func(*Column) { return func(c *Column) { c.Attnum = n } }
 func fill(text string) func(*Column) {
 	return func(c *Column) { c.Fill = &Value{Text: text, TypeName: c.TypeName} }
 }
