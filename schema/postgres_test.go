@@ -15,17 +15,52 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // Builders for test tables.
 
 func col(name, typeName string, opts ...func(*Column)) Column {
-	c := Column{Name: name, TypeName: typeName, TypeOID: 25, TypeMod: -1}
+	oid, typmod := testTypeOID(typeName)
+	c := Column{Name: name, TypeName: typeName, TypeOID: oid, TypeMod: typmod}
 	for _, o := range opts {
 		o(&c)
 	}
 	return c
 }
 
+// testTypeOID finds a built-in type's OID and typmod from its name as
+// format_type spells it; text's for a name it does not know.
+func testTypeOID(name string) (uint32, int32) {
+	base, array := strings.CutSuffix(name, "[]")
+	bare := base
+	if open := strings.IndexByte(base, '('); open >= 0 {
+		if close := strings.IndexByte(base, ')'); close > open {
+			bare = strings.TrimSpace(base[:open] + base[close+1:])
+		}
+	}
+	var oid uint32 = 25
+	for o, n := range builtinTypeNames {
+		if n == bare {
+			oid = o
+		}
+	}
+	for o, n := range map[uint32]string{1042: "character", 1043: "character varying", 1700: "numeric", 1083: "time without time zone",
+		1114: "timestamp without time zone", 1184: "timestamp with time zone", 1266: "time with time zone", 1186: "interval",
+		1560: "bit", 1562: "bit varying"} {
+		if n == bare {
+			oid = o
+		}
+	}
+	typmod := baseTypmod(oid, base)
+	if array {
+		for a, e := range builtinArrayElems {
+			if e == oid {
+				return a, typmod
+			}
+		}
+	}
+	return oid, typmod
+}
+
 func key(c *Column)     { c.Key = true; c.NotNull = true }
 func notNull(c *Column) { c.NotNull = true }
 func dflt(expr string) func(*Column) {
-	return func(c *Column) { c.Default = SourceExpr(expr) }
+	return func(c *Column) { c.Default = SourceExpr(expr); c.DefaultValue = ConstantOf(c.Default, c.TypeName) }
 }
 func volatile(expr string) func(*Column) {
 	return func(c *Column) { c.Default = SourceExpr(expr); c.VolatileDefault = true }
