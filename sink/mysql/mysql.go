@@ -1,0 +1,386 @@
+// Package mysql is pgrelay's MySQL and MariaDB sink: it applies source
+// transactions to a MySQL 8.0+ or MariaDB 10.5+ target in commit order, each
+// together with its position in the pgrelay_progress table of the target
+// URL's database, through github.com/go-sql-driver/mysql.
+//
+// # Sessions
+//
+// Every session behaves like a replica's (DESIGN.md, invariant 11):
+// time_zone '+00:00' (timestamptz values arrive in UTC), a strict sql_mode
+// with NO_AUTO_VALUE_ON_ZERO, NO_ZERO_DATE and NO_ZERO_IN_DATE (a value that
+// does not fit is an error, never a silent change), foreign_key_checks = 0
+// (the source checked them, and rows of one transaction may come in any
+// order), READ COMMITTED, utf8mb4. Setup warns when the server's settings
+// cannot keep a committed transaction through a crash.
+//
+// # Values
+//
+// Values arrive in PostgreSQL's text form and are converted by the MySQL
+// dialect (schema.MySQLTable.Convert) and written as literals: numbers bare,
+// text quoted, bytes in hex. A value MySQL cannot hold (NaN, infinities,
+// years outside 1000-9999, 24:00:00, more digits than DECIMAL(65,30)) stops
+// apply with an error naming table, column, key and LSN, nothing of its
+// transaction applied, unless Options.UnfitAsNull stores NULL for it.
+//
+// # Speed
+//
+// Runs of inserts into one table are multi-row INSERTs and runs of deletes
+// by key one DELETE … WHERE (key) IN (…); updates are one statement each.
+// Statements are sent several at a time (multi-statements), within
+// max_allowed_packet, each batch behind a savepoint: when one fails or
+// touches fewer rows than it should (a missing row), the batch is rolled
+// back to the savepoint and its changes are run one by one to name the one
+// at fault. No REPLACE, no INSERT IGNORE: a duplicate is an error.
+//
+// # Schema changes
+//
+// MySQL commits every DDL statement on its own (DDLCommits), so apply calls
+// EnsureTable between target transactions. A table change is a list of steps
+// (schema.MySQLDialect.AlterSteps), each run only when the target still needs
+// it, with the step reached recorded in pgrelay_relation after each: a crash
+// between two steps, or between the change and the next commit, resumes
+// without a duplicate column or a lost change.
+//
+// # Concurrency
+//
+// Setup, EnsureTable, Begin and the Tx methods use the one apply connection
+// and must be called from one goroutine. The metadata methods (Seed,
+// TableStates, …) use the pool and are safe to call concurrently.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/pgrelay/pgrelay/migrations"
+	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
+)
+
+// Compile-time checks of the capabilities.
+var (
+	_ sink.Sink       = (*Sink)(nil)
+	_ sink.Tx         = (*Tx)(nil)
+	_ sink.DDLCommits = (*Sink)(nil)
+	_ sink.SeedStore  = (*Sink)(nil)
+)
+
+// UnfitSetting is the environment variable that sets Options.UnfitAsNull
+// (PGRELAY_MYSQL_UNFIT=null), named in the errors of values that do not fit.
+const UnfitSetting = "PGRELAY_MYSQL_UNFIT"
+
+// MetadataPrefix starts the names of pgrelay's tables in the target URL's
+// database; a source table of schema public with such a name is refused.
+const MetadataPrefix = "pgrelay_"
+
+// Options tune the sink. The zero value is usable.
+type Options struct {
+	// Logger receives warnings (settings that lose committed transactions,
+	// defaults left out, values stored as NULL); slog.Default when nil.
+	Logger *slog.Logger
+	// UnfitAsNull stores NULL for a value its MySQL column cannot hold
+	// (NaN, an infinity, a year outside 1000-9999, 24:00:00, a number beyond
+	// DECIMAL(65,30), one MySQL 8's JSON would round) instead of stopping
+	// apply: each is logged and counted (Stats.UnfitNulled). A NOT NULL
+	// column still refuses it.
+	UnfitAsNull bool
+	// BatchBytes bounds the SQL text sent in one round trip. Default 4 MiB;
+	// never more than the server's max_allowed_packet allows.
+	BatchBytes int
+}
+
+// Validate applies defaults and rejects impossible values.
+func (o *Options) Validate() error {
+	if o.BatchBytes < 0 {
+		return errors.New("sink/mysql: options: BatchBytes must not be negative")
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = 4 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// sqlMode is every session's sql_mode: strict, no zero dates, explicit zeros
+// kept in AUTO_INCREMENT columns, backslash escapes on (the sink's literals
+// use them).
+const sqlMode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+
+// Sink applies changes to a MySQL or MariaDB target.
+type Sink struct {
+	cfg      *gomysql.Config
+	opts     Options
+	log      *slog.Logger
+	db       *sql.DB
+	server   schema.MySQLServer
+	dialect  *schema.MySQLDialect
+	database string
+
+	// maxPacket is the server's max_allowed_packet, read by Setup.
+	maxPacket int
+	// localInfile: the server allows LOAD DATA LOCAL INFILE.
+	localInfile bool
+
+	// Apply connection state: one goroutine.
+	conn   *sql.Conn
+	slot   string
+	tables map[*schema.Table]*tableMap
+	cur    *Tx
+	warnMu sync.Mutex
+	warned map[string]bool // warnings given once per table version
+
+	stats stats
+}
+
+// New connects to the target at url (mysql://user:password@host:port/db),
+// reads the server's flavour and version, and refuses servers pgrelay does
+// not support.
+func New(ctx context.Context, url string, opts Options) (*Sink, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	quietDriver()
+	cfg, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sink{cfg: cfg, opts: opts, log: opts.Logger, database: cfg.DBName, tables: map[*schema.Table]*tableMap{}, warned: map[string]bool{}}
+	// The flavour decides the session settings: read it on a plain session.
+	probe, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sink/mysql: %w", err)
+	}
+	pdb := sql.OpenDB(probe)
+	var version string
+	err = pdb.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version)
+	_ = pdb.Close()
+	if err != nil {
+		return nil, classify(describeConnectError(cfg, err), true)
+	}
+	if s.server, err = schema.ParseMySQLServer(version); err != nil {
+		return nil, fmt.Errorf("sink/mysql: %w", err)
+	}
+	if err := s.server.Supported(); err != nil {
+		return nil, fmt.Errorf("sink/mysql: the target is %w", err)
+	}
+	s.dialect = schema.NewMySQL(s.server, s.database)
+	inner, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sink/mysql: %w", err)
+	}
+	s.db = sql.OpenDB(&sessionConnector{Connector: inner, init: s.sessionSettings()})
+	s.db.SetMaxIdleConns(8)
+	if s.conn, err = s.db.Conn(ctx); err != nil {
+		_ = s.db.Close()
+		return nil, classify(describeConnectError(cfg, err), true)
+	}
+	return s, nil
+}
+
+// sessionSettings is the SET statement every session starts with.
+func (s *Sink) sessionSettings() string {
+	iso := "transaction_isolation"
+	if s.server.MariaDB {
+		iso = "tx_isolation" // transaction_isolation only from MariaDB 11.1
+	}
+	return "SET time_zone = '+00:00', sql_mode = '" + sqlMode + "', foreign_key_checks = 0, " + iso + " = 'READ-COMMITTED'"
+}
+
+// sessionConnector runs the session settings on every new connection.
+type sessionConnector struct {
+	driver.Connector
+	init string
+}
+
+func (c *sessionConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.(driver.ExecerContext).ExecContext(ctx, c.init, nil); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("set the session up (%s): %w", c.init, err)
+	}
+	return conn, nil
+}
+
+// describeConnectError says what a failed connection needs, without the
+// password.
+func describeConnectError(cfg *gomysql.Config, err error) error {
+	where := cfg.Addr
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1045:
+			return fmt.Errorf("sink/mysql: connect to %s as %q: the server refused the user or password (check PGRELAY_TARGET_URL): %w", where, cfg.User, err)
+		case 1049:
+			return fmt.Errorf("sink/mysql: connect to %s: database %q does not exist: create it (CREATE DATABASE %s CHARACTER SET utf8mb4) or fix PGRELAY_TARGET_URL: %w",
+				where, cfg.DBName, "`"+cfg.DBName+"`", err)
+		case 1044:
+			return fmt.Errorf("sink/mysql: connect to %s: user %q may not use database %q: grant it (GRANT ALL ON %s.* TO …): %w", where, cfg.User, cfg.DBName, "`"+cfg.DBName+"`", err)
+		}
+	}
+	return fmt.Errorf("sink/mysql: connect to %s: %w", where, err)
+}
+
+// Server is the target's flavour and version.
+func (s *Sink) Server() schema.MySQLServer { return s.server }
+
+// Dialect is the sink's MySQL dialect.
+func (s *Sink) Dialect() *schema.MySQLDialect { return s.dialect }
+
+// DDLCommits implements sink.DDLCommits: MySQL commits every DDL statement.
+func (s *Sink) DDLCommits() bool { return true }
+
+// applyConn returns the apply connection, reconnecting after a loss.
+func (s *Sink) applyConn(ctx context.Context) (*sql.Conn, error) {
+	if s.conn != nil {
+		return s.conn, nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, classify(describeConnectError(s.cfg, err), true)
+	}
+	s.conn = conn
+	return conn, nil
+}
+
+// dropConn discards the apply connection after an error that may have left
+// it broken or inside a transaction.
+func (s *Sink) dropConn() {
+	if s.conn != nil {
+		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// Setup brings pgrelay's metadata tables up to date, checks the server's
+// settings and returns the stored progress of slot.
+func (s *Sink) Setup(ctx context.Context, slot string) (sink.Progress, error) {
+	if s.cur != nil {
+		return sink.Progress{}, errors.New("sink/mysql: setup: a transaction is open")
+	}
+	conn, err := s.applyConn(ctx)
+	if err != nil {
+		return sink.Progress{}, err
+	}
+	if _, err := migrations.ApplyMySQL(ctx, conn, s.database); err != nil {
+		var me *gomysql.MySQLError
+		if errors.As(err, &me) && (me.Number == 1290 || me.Number == 1836) {
+			err = fmt.Errorf("the target is read-only (read_only or super_read_only, a replica): pgrelay writes the tables and its metadata there: %w", err)
+		}
+		if errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044) {
+			err = fmt.Errorf("user %q lacks privileges on database %q (pgrelay creates and alters tables there, and databases for other source schemas): %w", s.cfg.User, s.database, err)
+		}
+		s.dropConn()
+		return sink.Progress{}, classify(fmt.Errorf("sink/mysql: setup: %w", err), false)
+	}
+	if err := s.checkSettings(ctx, conn); err != nil {
+		s.dropConn()
+		return sink.Progress{}, classify(fmt.Errorf("sink/mysql: setup: %w", err), false)
+	}
+	s.slot = slot
+	p, err := readProgress(ctx, conn, slot)
+	if err != nil {
+		s.dropConn()
+		return sink.Progress{}, classify(err, false)
+	}
+	return p, nil
+}
+
+// checkSettings reads the settings the sink depends on, and warns about
+// those that cannot keep a committed transaction through a crash (invariant
+// 1: the position commits with the rows, but only as durably as they do).
+func (s *Sink) checkSettings(ctx context.Context, conn *sql.Conn) error {
+	var flush, syncBinlog sql.NullInt64
+	var logBin, infile sql.NullString
+	var packet int64
+	err := conn.QueryRowContext(ctx, "SELECT @@innodb_flush_log_at_trx_commit, @@log_bin, @@sync_binlog, @@max_allowed_packet, @@local_infile").
+		Scan(&flush, &logBin, &syncBinlog, &packet, &infile)
+	if err != nil {
+		return fmt.Errorf("read server settings: %w", err)
+	}
+	s.maxPacket = int(packet)
+	s.localInfile = infile.String == "1" || infile.String == "ON"
+	if flush.Valid && flush.Int64 != 1 {
+		s.log.Warn("the target may lose committed transactions in a crash: innodb_flush_log_at_trx_commit is not 1, so a commit (and pgrelay's position with it) is not flushed to disk; a restart then resumes from an older position than the source was told, and changes in between are lost; set innodb_flush_log_at_trx_commit = 1",
+			"setting", "innodb_flush_log_at_trx_commit", "value", flush.Int64)
+	}
+	if (logBin.String == "1" || logBin.String == "ON") && syncBinlog.Valid && syncBinlog.Int64 != 1 {
+		s.log.Warn("the target may lose committed transactions in a crash: binary logging is on and sync_binlog is not 1, so the binary log (which decides whether a transaction committed after a crash) is not flushed at each commit; set sync_binlog = 1",
+			"setting", "sync_binlog", "value", syncBinlog.Int64)
+	}
+	return nil
+}
+
+// Close ends the sessions; an open transaction is rolled back by the server.
+func (s *Sink) Close(ctx context.Context) error {
+	s.cur = nil
+	if s.conn != nil {
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("sink/mysql: close: %w", err)
+	}
+	return nil
+}
+
+// batchLimit is how many bytes of SQL one round trip may carry.
+func (s *Sink) batchLimit() int {
+	limit := s.opts.BatchBytes
+	if s.maxPacket > 0 {
+		limit = min(limit, s.maxPacket-64<<10)
+	}
+	return max(limit, 1)
+}
+
+// Stats counts what the apply connection sent, for metrics and tests.
+type Stats struct {
+	Batches    int64 // round trips of statements
+	Statements int64 // statements in them
+	InsertRows int64 // rows sent in multi-row INSERTs
+	DeleteSets int64 // DELETE … IN (…) statements for runs of deletes
+	// UnfitNulled counts values stored as NULL under Options.UnfitAsNull.
+	UnfitNulled int64
+}
+
+type stats struct {
+	batches, statements, insertRows, deleteSets, unfitNulled atomic.Int64
+}
+
+// Stats returns the counters since New. Safe to call from any goroutine.
+func (s *Sink) Stats() Stats {
+	return Stats{
+		Batches:     s.stats.batches.Load(),
+		Statements:  s.stats.statements.Load(),
+		InsertRows:  s.stats.insertRows.Load(),
+		DeleteSets:  s.stats.deleteSets.Load(),
+		UnfitNulled: s.stats.unfitNulled.Load(),
+	}
+}
+
+// warnOnce logs msg once per key.
+func (s *Sink) warnOnce(key, msg string, args ...any) {
+	s.warnMu.Lock()
+	seen := s.warned[key]
+	s.warned[key] = true
+	s.warnMu.Unlock()
+	if !seen {
+		s.log.Warn(msg, args...)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
