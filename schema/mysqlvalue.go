@@ -145,7 +145,16 @@ func (c *converter) convert(text []byte) (MySQLValue, error) {
 			return MySQLValue{}, c.unfit(text, "not a %d-bit integer", c.bits)
 		}
 		return MySQLValue{Kind: MySQLNumber, Data: text}, nil
-	case myFloat, myDouble:
+	case myFloat:
+		if err := c.checkFloat(text); err != nil {
+			return MySQLValue{}, err
+		}
+		// The float4 as the exact double it is: MySQL reads a literal as a
+		// double, and would refuse PostgreSQL's shortest text of the largest
+		// float4 (3.4028235e+38, above it as a double) and round others twice.
+		f, _ := strconv.ParseFloat(string(text), 32)
+		return MySQLValue{Kind: MySQLNumber, Data: strconv.AppendFloat(nil, f, 'g', -1, 64)}, nil
+	case myDouble:
 		if err := c.checkFloat(text); err != nil {
 			return MySQLValue{}, err
 		}

@@ -40,6 +40,7 @@ var urlParams = map[string]string{
 // required: source schema public lands there, with pgrelay's metadata tables.
 // Errors never show the password.
 func ParseURL(raw string) (*gomysql.Config, error) {
+	raw, socket := cutSocketHost(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, errors.New("sink/mysql: the target URL does not parse: expected mysql://user:password@host:port/db (percent-encode special characters of the password)")
@@ -57,8 +58,8 @@ func ParseURL(raw string) (*gomysql.Config, error) {
 		return nil, errors.New("sink/mysql: the target URL names no database: expected mysql://user:password@host:port/db")
 	}
 	host := u.Host
-	if h, err := url.PathUnescape(host); err == nil {
-		host = h
+	if socket != "" {
+		host = socket
 	}
 	q := u.Query()
 	var unknown []string
@@ -125,6 +126,33 @@ func ParseURL(raw string) (*gomysql.Config, error) {
 	cfg.RejectReadOnly = true
 	cfg.Logger = discardLogger{}
 	return cfg, nil
+}
+
+// cutSocketHost takes a percent-encoded socket path out of the host part
+// (mysql://user@%2Fpath%2Fmysqld.sock/db), which net/url refuses there: it
+// returns the URL with host localhost in its place, and the path.
+func cutSocketHost(raw string) (string, string) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw, ""
+	}
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		// The host ends at the path; a socket path's slashes are encoded.
+		authority, path = rest[:i], rest[i:]
+	}
+	userinfo, host := "", authority
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		userinfo, host = authority[:at+1], authority[at+1:]
+	}
+	if !strings.HasPrefix(strings.ToUpper(host), "%2F") {
+		return raw, ""
+	}
+	socket, err := url.PathUnescape(host)
+	if err != nil {
+		return raw, ""
+	}
+	return scheme + "://" + userinfo + "localhost" + path, socket
 }
 
 // tlsConfig applies the URL's TLS parameters.
