@@ -763,7 +763,13 @@ func (a *Applier) target(ctx context.Context) (sink.Tx, error) {
 // committed before that (later in the stream) would wait for it for ever.
 func (a *Applier) preparedTx(ctx context.Context, xid uint32) (sink.Tx, error) {
 	if a.prepTx == nil {
-		tx, err := a.sink.Begin(ctx)
+		var tx sink.Tx
+		var err error
+		if pb, ok := a.sink.(sink.PreparedBeginner); ok && a.twoPhase != nil {
+			tx, err = pb.BeginPrepared(ctx, sink.GID(a.cfg.Slot, xid))
+		} else {
+			tx, err = a.sink.Begin(ctx)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", xid, err)
 		}

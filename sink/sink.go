@@ -156,6 +156,17 @@ type TwoPhase interface {
 	PreparedGIDs(ctx context.Context, prefix string) ([]string, error)
 }
 
+// PreparedBeginner is the capability of a TwoPhase sink that must know, when
+// a transaction begins, that it will be prepared: MySQL prepares only XA
+// transactions, which begin with XA START. apply begins the target
+// transaction of every prepared source transaction with it when the sink has
+// it, and with Begin otherwise.
+type PreparedBeginner interface {
+	// BeginPrepared starts a target transaction to be prepared under gid
+	// (TwoPhase.Prepare); it may still be committed with Commit.
+	BeginPrepared(ctx context.Context, gid string) (Tx, error)
+}
+
 // PreparedCommits is the capability to tell that a prepared transaction was
 // committed on the target (COMMIT PREPARED done) while the stored position
 // still lies before its prepare: a crash between the two. apply then skips the

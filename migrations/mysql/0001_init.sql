@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS pgrelay_progress (
 CREATE TABLE IF NOT EXISTS pgrelay_prepared (
     slot        VARCHAR(64) NOT NULL,
     gid         VARCHAR(200) NOT NULL PRIMARY KEY,
-    xa_xid      VARCHAR(64) NOT NULL,
+    xa_xid      VARCHAR(200) NOT NULL,
     prepare_lsn BIGINT UNSIGNED NULL,
     end_lsn     BIGINT UNSIGNED NOT NULL,
     created_at  DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),

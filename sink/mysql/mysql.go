@@ -131,6 +131,8 @@ type Sink struct {
 	maxPacket int
 	// localInfile: the server allows LOAD DATA LOCAL INFILE.
 	localInfile bool
+	// canPrepare: the server holds prepared XA transactions for pgrelay.
+	canPrepare bool
 
 	// Apply connection state: one goroutine.
 	conn   *sql.Conn
@@ -291,6 +293,7 @@ func (s *Sink) Setup(ctx context.Context, slot string) (sink.Progress, error) {
 		s.dropConn()
 		return sink.Progress{}, classify(fmt.Errorf("sink/mysql: setup: %w", err), false)
 	}
+	s.checkXA(ctx, conn)
 	s.slot = slot
 	p, err := readProgress(ctx, conn, slot)
 	if err != nil {

@@ -117,6 +117,9 @@ type Tx struct {
 	runUnit unit
 	runKeys map[string]bool // a delete run's keys: a key repeated ends the run
 	err     error           // the failure that ended the transaction
+	// xa is the GID of a transaction to be prepared: it begins with XA
+	// START (see twophase.go).
+	xa string
 }
 
 // Begin starts a target transaction. Nothing is sent until its first batch.
@@ -290,7 +293,11 @@ func (tx *Tx) flush(ctx context.Context, tail string) error {
 	var q strings.Builder
 	lead := 0
 	if !tx.begun {
-		q.WriteString("START TRANSACTION;\n")
+		if tx.xa != "" {
+			q.WriteString("XA START " + xaXid(tx.xa) + ";\n")
+		} else {
+			q.WriteString("START TRANSACTION;\n")
+		}
 		lead++
 	}
 	if len(tx.units) > 0 {
@@ -681,7 +688,15 @@ func (tx *Tx) Commit(ctx context.Context, p sink.Progress) error {
 	if slot == "" {
 		slot = tx.s.slot
 	}
-	err := tx.flush(ctx, tx.s.progressSQL(slot, p)+";\nCOMMIT")
+	commit := ";\nCOMMIT"
+	if tx.xa != "" {
+		if tx.begun {
+			commit = ";\nXA END " + xaXid(tx.xa) + ";\nXA COMMIT " + xaXid(tx.xa) + " ONE PHASE"
+		} else {
+			tx.xa = "" // nothing sent yet: an ordinary transaction
+		}
+	}
+	err := tx.flush(ctx, tx.s.progressSQL(slot, p)+commit)
 	if err != nil && connLost(err) {
 		// The commit's outcome is unknown: the stored position tells.
 		if stored, rerr := readProgress(ctx, tx.s.db, slot); rerr == nil && stored.LSN >= p.LSN && p.LSN != 0 {
@@ -711,7 +726,11 @@ func (tx *Tx) end(ctx context.Context) error {
 	if !tx.begun || tx.s.conn != tx.conn || tx.conn == nil {
 		return nil
 	}
-	if _, err := tx.exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+	rollback := "ROLLBACK"
+	if tx.xa != "" {
+		rollback = "XA END " + xaXid(tx.xa) + ";\nXA ROLLBACK " + xaXid(tx.xa)
+	}
+	if _, err := tx.exec(context.WithoutCancel(ctx), rollback); err != nil {
 		tx.s.dropConn()
 		if connLost(err) {
 			return nil // the server rolls back a transaction whose session ends

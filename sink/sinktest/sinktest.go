@@ -812,7 +812,11 @@ func twoPhase(t *testing.T, s sink.Sink) sink.TwoPhase {
 func prepare(t *testing.T, s sink.Sink, tp sink.TwoPhase, gid string, at source.LSN, changes ...*sink.Change) {
 	t.Helper()
 	ctx := ctxFor(t)
-	tx, err := s.Begin(ctx)
+	begin := s.Begin
+	if pb, ok := s.(sink.PreparedBeginner); ok {
+		begin = func(ctx context.Context) (sink.Tx, error) { return pb.BeginPrepared(ctx, gid) }
+	}
+	tx, err := begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
