@@ -268,3 +268,59 @@ func TestSinkMySQLConnectErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkMySQLFullIdentityTypes: under REPLICA IDENTITY FULL a row is found
+// by all its old values, of every type: a float4 compares as a FLOAT, JSON
+// and bytes as what they are, NULLs with <=>; one of two identical rows is
+// changed, never both.
+func TestSinkMySQLFullIdentityTypes(t *testing.T) {
+	my, s := myTarget(t, mysql.Options{})
+	tb := &schema.Table{RelationID: 17200, Schema: "public", Name: "full_types", ReplicaIdentity: schema.IdentityFull, Columns: []schema.Column{
+		{Name: "f", TypeName: "real", TypeOID: 700, TypeMod: -1, Attnum: 1},
+		{Name: "d", TypeName: "double precision", TypeOID: 701, TypeMod: -1, Attnum: 2},
+		{Name: "j", TypeName: "jsonb", TypeOID: 3802, TypeMod: -1, Attnum: 3},
+		{Name: "b", TypeName: "bytea", TypeOID: 17, TypeMod: -1, Attnum: 4},
+		{Name: "tz", TypeName: "timestamp with time zone", TypeOID: 1184, TypeMod: -1, Attnum: 5},
+		{Name: "n", TypeName: "numeric", TypeOID: 1700, TypeMod: -1, Attnum: 6},
+		{Name: "t", TypeName: "text", TypeOID: 25, TypeMod: -1, Attnum: 7},
+	}}
+	ensure(t, s, tb)
+	T, N := sinktest.T, sinktest.N
+	row := sinktest.Row(T("0.1"), T("0.1"), T(`{"a": [1, 2]}`), T(`\x00ff`), T("2024-01-01 00:00:00+02"), T("1.50"), N())
+	mustApply(t, s, 10, sinktest.Ins(tb, 1, row), sinktest.Ins(tb, 2, row), sinktest.Ins(tb, 3, sinktest.Row(T("0.2"), N(), N(), N(), N(), N(), T("other"))))
+	changed := sinktest.Row(T("0.1"), T("0.1"), T(`{"a": [1, 2]}`), T(`\x00ff`), T("2024-01-01 00:00:00+02"), T("1.50"), T("changed"))
+	mustApply(t, s, 20, sinktest.UpdOld(tb, 11, source.OldFull, row, changed))
+	wantMyQuery(t, my, "NULL:1,changed:1,other:1", "SELECT GROUP_CONCAT(CONCAT(COALESCE(t, 'NULL'), ':', c) ORDER BY t) FROM (SELECT t, COUNT(*) c FROM full_types GROUP BY t) x")
+	mustApply(t, s, 30, sinktest.Del(tb, 21, source.OldFull, row), sinktest.Del(tb, 22, source.OldFull, changed),
+		sinktest.Del(tb, 23, source.OldFull, sinktest.Row(T("0.2"), N(), N(), N(), N(), N(), T("other"))))
+	wantMyQuery(t, my, "0", "SELECT COUNT(*) FROM full_types")
+	err := pgApply(t, s, 40, sinktest.Del(tb, 31, source.OldFull, row))
+	if err == nil || !strings.Contains(err.Error(), "full_types") || !strings.Contains(err.Error(), "row not found") {
+		t.Fatalf("deleting a row that is gone: %v", err)
+	}
+}
+
+// TestSinkMySQLReconnect: a session the server killed fails the
+// transaction in hand as retryable; the next one reconnects.
+func TestSinkMySQLReconnect(t *testing.T) {
+	my, s := myTarget(t, mysql.Options{})
+	items := sinktest.ItemsTable("public", "reconnect")
+	ensure(t, s, items)
+	T, N := sinktest.T, sinktest.N
+	mustApply(t, s, 10, sinktest.Ins(items, 1, sinktest.Row(T("1"), N(), N())))
+	ids := my.QueryString(t, `SELECT GROUP_CONCAT(ID) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()`)
+	for id := range strings.SplitSeq(ids, ",") {
+		if id != "" {
+			my.Exec(t, "KILL CONNECTION "+id)
+		}
+	}
+	err := pgApply(t, s, 20, sinktest.Ins(items, 11, sinktest.Row(T("2"), N(), N())))
+	if err == nil || !errors.Is(err, sink.ErrRetryable) {
+		t.Fatalf("a transaction on a killed session: %v, want a retryable error", err)
+	}
+	mustApply(t, s, 30, sinktest.Ins(items, 21, sinktest.Row(T("2"), N(), N())))
+	wantMyQuery(t, my, "2", "SELECT COUNT(*) FROM reconnect")
+	if p, _ := s.Progress(t.Context(), sinktest.Slot); p.LSN != 30 {
+		t.Fatalf("progress %s, want 0/1E", p.LSN)
+	}
+}

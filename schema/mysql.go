@@ -152,13 +152,11 @@ func (m *MySQLTable) Type(i int) string { return m.cols[i].sqlType }
 func (m *MySQLTable) Binary(i int) bool { return m.cols[i].binary }
 
 // CompareAs wraps the literal lit of column i for an equality (<=>) with the
-// column: a FLOAT compares with a FLOAT (0.1 as a double is not 0.1 as a
-// float), a JSON column on MySQL with a JSON document.
+// column: a JSON column on MySQL compares with a JSON document, not a string
+// (MariaDB's JSON is text). A float4 needs nothing: its literal is the exact
+// double the FLOAT column reads as.
 func (m *MySQLTable) CompareAs(i int, lit string) string {
-	switch {
-	case m.cols[i].conv.kind == myFloat:
-		return "CAST(" + lit + " AS FLOAT)"
-	case m.cols[i].json && !m.server.MariaDB:
+	if m.cols[i].json && !m.server.MariaDB {
 		return "CAST(" + lit + " AS JSON)"
 	}
 	return lit

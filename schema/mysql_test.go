@@ -303,6 +303,7 @@ func TestMySQLServerChoices(t *testing.T) {
 	}{
 		{"10.11.19-MariaDB-0+deb12u1", "MariaDB 10.11.19", true, false, false, false, false, "utf8mb4_nopad_bin", true},
 		{"5.5.5-10.5.2-MariaDB-log", "MariaDB 10.5.2", true, false, false, false, false, "utf8mb4_nopad_bin", true},
+		{"10.5.1-MariaDB", "MariaDB 10.5.1", false, false, false, false, false, "utf8mb4_nopad_bin", true},
 		{"10.4.30-MariaDB", "MariaDB 10.4.30", false, false, false, false, false, "utf8mb4_nopad_bin", true},
 		{"8.0.18", "MySQL 8.0.18", true, false, true, true, false, "utf8mb4_0900_bin", false},
 		{"8.0.19", "MySQL 8.0.19", true, true, true, true, false, "utf8mb4_0900_bin", false},
@@ -320,7 +321,7 @@ func TestMySQLServerChoices(t *testing.T) {
 			t.Errorf("%q: %s supported=%v alias=%v doubles=%v exprDefault=%v detach=%v collation=%s infile=%v", c.version, s,
 				s.Supported() == nil, s.RowAlias(), s.JSONNumbersAsDoubles(), s.ExpressionDefaults(), s.XADetachOnPrepare(), s.Collation(), s.LocalInfileDefault())
 		}
-		if err := s.Supported(); err != nil && (!strings.Contains(err.Error(), "MySQL 8.0 or later, or MariaDB 10.5 or later") || strings.Contains(err.Error(), "\n")) {
+		if err := s.Supported(); err != nil && (!strings.Contains(err.Error(), "MySQL 8.0 or later, or MariaDB 10.5.2 or later") || strings.Contains(err.Error(), "\n")) {
 			t.Errorf("%q: %v", c.version, err)
 		}
 	}

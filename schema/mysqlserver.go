@@ -52,10 +52,12 @@ func (s MySQLServer) String() string {
 }
 
 // Supported returns an error saying what is needed when pgrelay cannot
-// replicate into the server: MySQL before 8.0, MariaDB before 10.5.
+// replicate into the server: MySQL before 8.0, MariaDB before 10.5.2 (which
+// brought RENAME COLUMN and prepared XA transactions that outlive their
+// session).
 func (s MySQLServer) Supported() error {
-	if s.MariaDB && s.Version < 100500 || !s.MariaDB && s.Version < 80000 {
-		return fmt.Errorf("%s is not supported: pgrelay needs MySQL 8.0 or later, or MariaDB 10.5 or later", s)
+	if s.MariaDB && s.Version < 100502 || !s.MariaDB && s.Version < 80000 {
+		return fmt.Errorf("%s is not supported: pgrelay needs MySQL 8.0 or later, or MariaDB 10.5.2 or later", s)
 	}
 	return nil
 }

@@ -231,3 +231,22 @@ func FuzzMySQLConvert(f *testing.F) {
 		}
 	})
 }
+
+func TestMySQLCompareAs(t *testing.T) {
+	tb := convTable()
+	for _, c := range []struct {
+		server MySQLServer
+		col    int
+		want   string
+	}{
+		{mysql84, 16, "CAST('{}' AS JSON)"}, {mariaDB1011, 16, "'{}'"}, {mysql84, 17, "CAST('{}' AS JSON)"}, {mysql84, 5, "'{}'"},
+	} {
+		m, err := NewMySQL(c.server, "db").Table(tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.CompareAs(c.col, "'{}'"); got != c.want {
+			t.Errorf("%s: column %s: %s, want %s", c.server, tb.Columns[c.col].Name, got, c.want)
+		}
+	}
+}

@@ -207,8 +207,8 @@ func (s *Sink) runChange(ctx context.Context, conn *sql.Conn, stored *storedRela
 		if err != nil {
 			return fmt.Errorf("encode definition: %w", err)
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO pgrelay_relation (target_schema, target_name, definition, slot, relation_oid, pending, pending_step)
-			VALUES (?, ?, ?, ?, ?, ?, 0) ON DUPLICATE KEY UPDATE pending = VALUES(pending), pending_step = 0`,
+		if _, err := conn.ExecContext(ctx, s.upsert(`INSERT INTO pgrelay_relation (target_schema, target_name, definition, slot, relation_oid, pending, pending_step)
+			VALUES (?, ?, ?, ?, ?, ?, 0) ON DUPLICATE KEY UPDATE pending = VALUES(pending), pending_step = 0`),
 			stored.schema, stored.name, string(prevDef), s.slotArg(), oidArg(stored.def), string(def)); err != nil {
 			return fmt.Errorf("record the change of %s.%s: %w", stored.schema, stored.name, err)
 		}
@@ -252,10 +252,9 @@ func (s *Sink) storeDefinition(ctx context.Context, conn *sql.Conn, stored *stor
 			return fmt.Errorf("record the definition: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO pgrelay_relation (target_schema, target_name, definition, slot, relation_oid, pending, pending_step, updated_at)
-		VALUES (?, ?, ?, ?, ?, NULL, 0, CURRENT_TIMESTAMP(6))
-		ON DUPLICATE KEY UPDATE definition = VALUES(definition), slot = VALUES(slot), relation_oid = VALUES(relation_oid),
-			pending = NULL, pending_step = 0, updated_at = VALUES(updated_at)`, sch, name, string(def), slot, oid); err != nil {
+	if _, err := tx.ExecContext(ctx, s.upsert(`INSERT INTO pgrelay_relation (target_schema, target_name, definition, slot, relation_oid, pending, pending_step, updated_at)
+		VALUES (?, ?, ?, ?, ?, NULL, 0, CURRENT_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE definition = VALUES(definition), slot = VALUES(slot), relation_oid = VALUES(relation_oid),
+			pending = NULL, pending_step = 0, updated_at = VALUES(updated_at)`), sch, name, string(def), slot, oid); err != nil {
 		return fmt.Errorf("record the definition: %w", err)
 	}
 	return tx.Commit()

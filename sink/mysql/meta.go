@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgrelay/pgrelay/migrations"
@@ -58,18 +60,30 @@ func readProgress(ctx context.Context, q querier, slot string) (sink.Progress, e
 
 // progressSQL is the statement that records p for slot in the transaction
 // it runs in: the position only moves forward, and the commit time goes with
-// it. MySQL 8.0.19+ names the new row with an alias; MariaDB with VALUES().
+// it.
 func (s *Sink) progressSQL(slot string, p sink.Progress) string {
 	values := "(" + schema.QuoteString(slot) + ", " + strconv.FormatUint(uint64(p.LSN), 10) + ", " + timeLiteral(p.CommitTime) + ", CURRENT_TIMESTAMP(6))"
-	newLSN, newTime := "VALUES(lsn)", "VALUES(commit_time)"
-	alias := ""
-	if s.server.RowAlias() {
-		alias, newLSN, newTime = " AS new", "new.lsn", "new.commit_time"
-	}
 	// Assignments run left to right: commit_time reads lsn before it moves.
-	return "INSERT INTO pgrelay_progress (slot, lsn, commit_time, updated_at) VALUES " + values + alias +
-		" ON DUPLICATE KEY UPDATE commit_time = IF(" + newLSN + " >= lsn, COALESCE(" + newTime + ", commit_time), commit_time)," +
-		" updated_at = IF(" + newLSN + " >= lsn, CURRENT_TIMESTAMP(6), updated_at), lsn = GREATEST(lsn, " + newLSN + ")"
+	return s.upsert("INSERT INTO pgrelay_progress (slot, lsn, commit_time, updated_at) VALUES " + values +
+		" ON DUPLICATE KEY UPDATE commit_time = IF(VALUES(lsn) >= lsn, COALESCE(VALUES(commit_time), commit_time), commit_time)," +
+		" updated_at = IF(VALUES(lsn) >= lsn, CURRENT_TIMESTAMP(6), updated_at), lsn = GREATEST(lsn, VALUES(lsn))")
+}
+
+// valuesRef is VALUES(col) in an ON DUPLICATE KEY UPDATE.
+var valuesRef = regexp.MustCompile(`VALUES\((\w+)\)`)
+
+// upsert turns an INSERT … ON DUPLICATE KEY UPDATE written with VALUES(col)
+// into the server's syntax: MySQL 8.0.19+ names the new row with an alias
+// (VALUES() is deprecated there), MariaDB knows only VALUES().
+func (s *Sink) upsert(stmt string) string {
+	if !s.server.RowAlias() {
+		return stmt
+	}
+	insert, update, ok := strings.Cut(stmt, " ON DUPLICATE KEY UPDATE ")
+	if !ok {
+		return stmt
+	}
+	return insert + " AS new ON DUPLICATE KEY UPDATE " + valuesRef.ReplaceAllString(update, "new.$1")
 }
 
 // Progress reads the stored progress of slot without changing anything (for
@@ -126,9 +140,8 @@ func (s *Sink) StartSeed(ctx context.Context, slot string, consistentPoint sourc
 		if _, err := tx.ExecContext(ctx, "UPDATE pgrelay_relation SET relation_oid = NULL WHERE slot = ?", slot); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO pgrelay_seed (slot, consistent_point, snapshot_done, created_at, done_at)
-			VALUES (?, ?, 0, CURRENT_TIMESTAMP(6), NULL)
-			ON DUPLICATE KEY UPDATE consistent_point = VALUES(consistent_point), snapshot_done = 0, created_at = CURRENT_TIMESTAMP(6), done_at = NULL`,
+		_, err := tx.ExecContext(ctx, s.upsert(`INSERT INTO pgrelay_seed (slot, consistent_point, snapshot_done, created_at, done_at)
+			VALUES (?, ?, 0, CURRENT_TIMESTAMP(6), NULL) ON DUPLICATE KEY UPDATE consistent_point = VALUES(consistent_point), snapshot_done = 0, created_at = CURRENT_TIMESTAMP(6), done_at = NULL`),
 			slot, uint64(consistentPoint))
 		return err
 	})
@@ -228,14 +241,13 @@ func (s *Sink) SetTableStates(ctx context.Context, slot string, states []sink.Ta
 	}
 	// A table listed twice gets its last state: later rows of one INSERT
 	// update the earlier ones.
-	_, err := s.db.ExecContext(ctx, `INSERT INTO pgrelay_table_state (slot, source_schema, source_name, state, row_count, byte_count, sync_lsn, sync_snapshot, published_as, relation_oid, updated_at)
-		VALUES `+string(values)+`
-		ON DUPLICATE KEY UPDATE state = VALUES(state), row_count = VALUES(row_count), byte_count = VALUES(byte_count),
+	_, err := s.db.ExecContext(ctx, s.upsert(`INSERT INTO pgrelay_table_state (slot, source_schema, source_name, state, row_count, byte_count, sync_lsn, sync_snapshot, published_as, relation_oid, updated_at)
+		VALUES `+string(values)+` ON DUPLICATE KEY UPDATE state = VALUES(state), row_count = VALUES(row_count), byte_count = VALUES(byte_count),
 			sync_snapshot = IF(VALUES(sync_lsn) IS NULL, sync_snapshot, VALUES(sync_snapshot)),
 			sync_lsn = COALESCE(VALUES(sync_lsn), sync_lsn),
 			published_as = COALESCE(VALUES(published_as), published_as),
 			relation_oid = COALESCE(VALUES(relation_oid), relation_oid),
-			updated_at = VALUES(updated_at)`)
+			updated_at = VALUES(updated_at)`))
 	if err != nil {
 		return classify(fmt.Errorf("sink/mysql: set the states of %d tables: %w", len(states), err), false)
 	}

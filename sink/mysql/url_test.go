@@ -67,11 +67,19 @@ func TestServerChoices(t *testing.T) {
 		!strings.Contains(got, `('s\'1', 23803720, '2024-05-06 07:08:09.123456', CURRENT_TIMESTAMP(6))`) {
 		t.Errorf("MariaDB progress: %s", got)
 	}
-	if got := my.progressSQL("s", p); !strings.Contains(got, " AS new ON DUPLICATE KEY UPDATE") || !strings.Contains(got, "GREATEST(lsn, new.lsn)") || strings.Contains(got, "VALUES(") {
+	if got := my.progressSQL("s", p); !strings.Contains(got, " AS new ON DUPLICATE KEY UPDATE") || !strings.Contains(got, "GREATEST(lsn, new.lsn)") || strings.Contains(got, "VALUES(") ||
+		!strings.Contains(got, "IF(new.lsn >= lsn, COALESCE(new.commit_time, commit_time), commit_time)") {
 		t.Errorf("MySQL 8.0.36 progress: %s", got)
 	}
 	if got := my17.progressSQL("s", sink.Progress{LSN: 1}); !strings.Contains(got, "VALUES(lsn)") || !strings.Contains(got, "NULL, CURRENT_TIMESTAMP(6)") {
 		t.Errorf("MySQL 8.0.17 progress: %s", got)
+	}
+	if got := my.upsert("INSERT INTO t (a, b) VALUES (1, 2),(3, 4) ON DUPLICATE KEY UPDATE a = VALUES(a), b = COALESCE(VALUES(b), b)"); got !=
+		"INSERT INTO t (a, b) VALUES (1, 2),(3, 4) AS new ON DUPLICATE KEY UPDATE a = new.a, b = COALESCE(new.b, b)" {
+		t.Errorf("MySQL upsert: %s", got)
+	}
+	if got := maria.upsert("INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)"); got != "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)" {
+		t.Errorf("MariaDB upsert: %s", got)
 	}
 	// commit_time is assigned before lsn moves, which it compares with.
 	if got := maria.progressSQL("s", p); strings.Index(got, "commit_time = IF") > strings.Index(got, "lsn = GREATEST") {
