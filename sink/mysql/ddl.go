@@ -100,6 +100,9 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 	if _, err := s.dialect.Table(t); err != nil {
 		return fmt.Errorf("sink/mysql: ensure table %s: %w", qname, err)
 	}
+	if prev != nil && schema.SameDefinition(prev, t) && s.dialect.QualifiedTable(prev) == qname && s.ensured[t.RelationID] {
+		return nil // this session brought the table to it already
+	}
 	conn, err := s.applyConn(ctx)
 	if err != nil {
 		return err
@@ -111,6 +114,9 @@ func (s *Sink) EnsureTable(ctx context.Context, t, prev *schema.Table) error {
 		return classify(fmt.Errorf("sink/mysql: ensure table %s: %w", qname, err), false)
 	}
 	s.forget(t)
+	if t.RelationID != 0 {
+		s.ensured[t.RelationID] = true
+	}
 	return nil
 }
 

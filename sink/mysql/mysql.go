@@ -138,9 +138,12 @@ type Sink struct {
 	conn   *sql.Conn
 	slot   string
 	tables map[*schema.Table]*tableMap
-	cur    *Tx
-	warnMu sync.Mutex
-	warned map[string]bool // warnings given once per table version
+	// ensured holds the relations EnsureTable brought to a definition in
+	// this session: an unchanged one needs no look at the target.
+	ensured map[uint32]bool
+	cur     *Tx
+	warnMu  sync.Mutex
+	warned  map[string]bool // warnings given once per table version
 
 	stats stats
 }
@@ -157,7 +160,7 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{cfg: cfg, opts: opts, log: opts.Logger, database: cfg.DBName, tables: map[*schema.Table]*tableMap{}, warned: map[string]bool{}}
+	s := &Sink{cfg: cfg, opts: opts, log: opts.Logger, database: cfg.DBName, tables: map[*schema.Table]*tableMap{}, ensured: map[uint32]bool{}, warned: map[string]bool{}}
 	// The flavour decides the session settings: read it on a plain session.
 	probe, err := gomysql.NewConnector(cfg)
 	if err != nil {
