@@ -174,3 +174,90 @@ func TestSinkMySQLSequences(t *testing.T) {
 	wantMyQuery(t, my, "again", "SELECT name FROM seq_items WHERE id = 0")
 	wantMyQuery(t, my, "longtext", "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'seq_items' AND COLUMN_NAME = 'name'")
 }
+
+// TestSinkMySQLSeedStore: the snapshot state kept in pgrelay_seed and
+// pgrelay_table_state, and teardown, as for PostgreSQL targets.
+func TestSinkMySQLSeedStore(t *testing.T) {
+	my, s := myTarget(t, mysql.Options{})
+	ctx := t.Context()
+	var store sink.SeedStore = s
+	if _, found, err := store.Seed(ctx, "a"); err != nil || found {
+		t.Fatalf("Seed before any: %v, %v", found, err)
+	}
+	if err := store.StartSeed(ctx, "a", 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []sink.TableState{
+		{Schema: "public", Name: "b", State: sink.TablePending},
+		{Schema: "public", Name: "a", State: sink.TableCopying},
+		{Schema: "public", Name: "a", State: sink.TableCopied, Rows: 10, Bytes: 100, RelationID: 16500},
+		// A redone copy's snapshot, kept by the later states that do not name one.
+		{Schema: "public", Name: "b", State: sink.TablePending, SyncLSN: 0x1800, SyncSnapshot: "700:705:702"},
+		{Schema: "public", Name: "b", State: sink.TableCopying},
+	} {
+		if err := store.SetTableState(ctx, "a", st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.SetTableState(ctx, "a", sink.TableState{Schema: "public", Name: "c", State: "weird"}); err == nil {
+		t.Fatal("unknown state accepted")
+	}
+	states, err := store.TableStates(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 2 || states[0].Name != "a" || states[0].State != sink.TableCopied || states[0].Rows != 10 || states[0].Bytes != 100 || states[1].State != sink.TableCopying ||
+		states[0].SyncLSN != 0 || states[0].SyncSnapshot != "" || states[1].SyncLSN != 0x1800 || states[1].SyncSnapshot != "700:705:702" ||
+		states[0].RelationID != 16500 || states[0].UpdatedAt.IsZero() {
+		t.Fatalf("states: %+v", states)
+	}
+	if err := s.SetTableStates(ctx, "a", []sink.TableState{
+		{Schema: "public", Name: "b", State: sink.TablePending},
+		{Schema: "public", Name: "c", State: sink.TablePending},
+		{Schema: "public", Name: "c", State: sink.TableCopied, Rows: 7, Bytes: 70, PublishedAs: "public.c_root"},
+		{Schema: "s 1", Name: "D", State: sink.TablePending, SyncLSN: 0x1900, SyncSnapshot: "710:712:"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantMyQuery(t, my, "public.a copied 10 - - -|public.b pending 0 6144 700:705:702 -|public.c copied 7 - - public.c_root|s 1.D pending 0 6400 710:712: -",
+		`SELECT GROUP_CONCAT(CONCAT_WS(' ', CONCAT(source_schema, '.', source_name), state, row_count, COALESCE(sync_lsn, '-'), COALESCE(sync_snapshot, '-'), COALESCE(published_as, '-'))
+			ORDER BY source_schema, source_name SEPARATOR '|') FROM pgrelay_table_state WHERE slot = 'a'`)
+	if err := store.MarkSeeded(ctx, "a", 0x2000); err == nil {
+		t.Fatal("MarkSeeded at another consistent point accepted")
+	}
+	if err := store.MarkSeeded(ctx, "a", 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	seed, found, err := store.Seed(ctx, "a")
+	if err != nil || !found || !seed.SnapshotDone || seed.ConsistentPoint != 0x1000 || seed.DoneAt.IsZero() || seed.CreatedAt.IsZero() {
+		t.Fatalf("Seed: %+v %v %v", seed, found, err)
+	}
+	if p, err := s.Progress(ctx, "a"); err != nil || p.LSN != 0x1000 {
+		t.Fatalf("progress after MarkSeeded: %+v %v", p, err)
+	}
+	if err := store.StartSeed(ctx, "a", 0x3000); err != nil {
+		t.Fatal(err)
+	}
+	if states, _ := store.TableStates(ctx, "a"); len(states) != 0 {
+		t.Fatalf("states after a new seed: %+v", states)
+	}
+	if err := store.StartSeed(ctx, "b", 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Teardown(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	wantMyQuery(t, my, "b", "SELECT GROUP_CONCAT(slot) FROM pgrelay_seed")
+	if err := store.Teardown(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	wantMyQuery(t, my, "0", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'pgrelay\\_%'")
+	if err := store.Teardown(ctx, "b"); err != nil {
+		t.Fatalf("Teardown twice: %v", err)
+	}
+	// Setup again brings the metadata back.
+	if _, err := s.Setup(ctx, sinktest.Slot); err != nil {
+		t.Fatal(err)
+	}
+	wantMyQuery(t, my, "6", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'pgrelay\\_%'")
+}
