@@ -324,3 +324,30 @@ func TestSinkMySQLReconnect(t *testing.T) {
 		t.Fatalf("progress %s, want 0/1E", p.LSN)
 	}
 }
+
+// TestSinkMySQLValueOverPacket: a row larger than the server's
+// max_allowed_packet is refused with the setting to raise, not retried.
+func TestSinkMySQLValueOverPacket(t *testing.T) {
+	my, _ := myTarget(t, mysql.Options{})
+	my.Exec(t, "SET GLOBAL max_allowed_packet = 1048576")
+	t.Cleanup(func() { my.Exec(t, "SET GLOBAL max_allowed_packet = 16777216") })
+	s := (&mySinkTarget{my: my}).open(t)
+	if _, err := s.Setup(t.Context(), sinktest.Slot); err != nil {
+		t.Fatal(err)
+	}
+	my.Exec(t, "SET GLOBAL max_allowed_packet = 16777216")
+	items := sinktest.ItemsTable("public", "big")
+	ensure(t, s, items)
+	big := strings.Repeat("x", 2<<20)
+	err := pgApply(t, s, 10, sinktest.Ins(items, 5, sinktest.Row(sinktest.T("1"), sinktest.T(big), sinktest.N())))
+	if err == nil || !strings.Contains(err.Error(), "max_allowed_packet") || !strings.Contains(err.Error(), "big") || errors.Is(err, sink.ErrRetryable) {
+		t.Fatalf("a 2 MiB row over a 1 MiB packet: %v", err)
+	}
+	// Smaller rows still go, in batches under the limit.
+	var chs []*sink.Change
+	for i := range 40 {
+		chs = append(chs, sinktest.Ins(items, source.LSN(10+i), sinktest.Row(sinktest.T(strconv.Itoa(i)), sinktest.T(strings.Repeat("y", 100<<10)), sinktest.N())))
+	}
+	mustApply(t, s, 100, chs...)
+	wantMyQuery(t, my, "40", "SELECT COUNT(*) FROM big")
+}

@@ -171,6 +171,9 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 		if err != nil {
 			return tx.fail(err)
 		}
+		if err := tx.s.fitsPacket(len(tm.insert)+len(row), opInsert, tm, ch); err != nil {
+			return tx.fail(err)
+		}
 		if tx.runUnit.kind != opInsert || tx.runUnit.tm != tm || len(tx.runUnit.changes) >= tm.maxRows || !tx.fits(len(row)+1) {
 			if err := tx.closeRun(ctx); err != nil {
 				return err
@@ -228,9 +231,22 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 		if err != nil {
 			return tx.fail(err)
 		}
+		if err := tx.s.fitsPacket(len(stmt), opUpdate, tm, ch); err != nil {
+			return tx.fail(err)
+		}
 		return tx.add(ctx, stmt, unit{kind: opUpdate, tm: tm, expect: 1, changes: []*sink.Change{ch}})
 	}
 	return tx.fail(fmt.Errorf("sink/mysql: unknown change kind %q at %s", ch.Kind, ch.LSN))
+}
+
+// fitsPacket refuses a change whose statement alone is larger than the
+// server takes in one packet (max_allowed_packet): the server would close
+// the session, and a retry would fail the same way.
+func (s *Sink) fitsPacket(n int, kind opKind, tm *tableMap, ch *sink.Change) error {
+	if s.maxPacket <= 0 || n+1024 <= s.maxPacket {
+		return nil
+	}
+	return s.changeError(kind, tm, ch, fmt.Errorf("the row takes %d bytes as SQL, more than the target's max_allowed_packet (%d) allows: raise it on the server (SET GLOBAL max_allowed_packet = 1073741824, and in its configuration)", n, s.maxPacket))
 }
 
 // fits reports whether n more bytes fit the batch with the run.
