@@ -1837,6 +1837,8 @@ func TestE2EStatusSlotWithoutSeed(t *testing.T) {
 	e := e2ePair(t, harness.Majors()[0])
 	e.src.Exec(t, "CREATE TABLE sws (id int PRIMARY KEY, v text); INSERT INTO sws SELECT g, 'v' FROM generate_series(1, 100) g")
 	e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR TABLE sws")
+	// A run sets the target's metadata up before it creates its slot.
+	migrationsApplied(t, e.tgt)
 	e.src.Exec(t, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", e.slot)
 	sp := e.mustRun(time.Minute, "status")
 	if out := strings.Join(sp.out.all(), "\n"); !strings.Contains(out, "nothing yet: the snapshot copy is not finished (it was stopped before it began") {
@@ -3039,10 +3041,11 @@ func TestE2ESeededWithoutCopyThenAuto(t *testing.T) {
 }
 
 // TestE2EUnusableTargetCreatesNoPublication: a target pgrelay cannot set up
-// (its database read-only) stops migrate with an error naming it, and leaves
-// the source as it was: the publication is not created (it used to be
-// created, then dropped again). Once the target is fixed, migrate creates it
-// and copies.
+// (its database read-only) stops migrate, after its bounded attempts, with an
+// error naming the database and the setting, and leaves the source as it
+// was: the publication is not created (it used to be created, then dropped
+// again), nor the slot. Once the target is fixed, migrate creates it and
+// copies.
 func TestE2EUnusableTargetCreatesNoPublication(t *testing.T) {
 	e := e2ePair(t, 15)
 	e.src.Exec(t, "CREATE TABLE ro (id int PRIMARY KEY); INSERT INTO ro VALUES (1)")
@@ -3050,8 +3053,12 @@ func TestE2EUnusableTargetCreatesNoPublication(t *testing.T) {
 	e.tgt.Exec(t, "ALTER DATABASE "+db+" SET default_transaction_read_only = on")
 	p, code := e.run(2*time.Minute, "migrate")
 	logs := p.logs()
-	if code == 0 || !strings.Contains(logs, "the target database is read-only") {
-		t.Fatalf("migrate into a read-only target exited %d, want an error saying so; log:\n%s", code, logs)
+	want := "target database " + db + " takes no writes: default_transaction_read_only is on for the database: run ALTER DATABASE " + db + " RESET default_transaction_read_only (gave up after 5 attempts)"
+	if code == 0 || !strings.Contains(logs, want) {
+		t.Fatalf("migrate into a read-only target exited %d, want an error saying so, after its attempts: %s; log:\n%s", code, want, logs)
+	}
+	if n := e.src.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", e.slot); n != "0" {
+		t.Errorf("slot %s made on the source for a read-only target", e.slot)
 	}
 	if strings.Contains(logs, "created publication") {
 		t.Errorf("migrate created the publication before it knew the target could not take the data; log:\n%s", logs)

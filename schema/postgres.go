@@ -188,6 +188,9 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 		case CategoryDomain:
 			var b strings.Builder
 			b.WriteString("CREATE DOMAIN " + name + " AS " + typ.BaseName)
+			if typ.DomainCollation != "" {
+				b.WriteString(" COLLATE " + typ.DomainCollation)
+			}
 			if typ.DomainDefault != "" {
 				b.WriteString(" DEFAULT " + string(typ.DomainDefault))
 			}

@@ -91,7 +91,7 @@ var (
 	moodArrayType = &Type{OID: 17002, Namespace: "app", Name: "_mood", Category: CategoryArray, BaseOID: 17001, BaseName: "app.mood"}
 	posintType    = &Type{OID: 17003, Namespace: "app", Name: "posint", Category: CategoryDomain, BaseOID: 23, BaseName: "integer",
 		DomainNotNull: true, DomainDefault: "1", DomainChecks: []SourceExpr{`CONSTRAINT "posint_check" CHECK ((VALUE > 0))`}}
-	codeType = &Type{OID: 17004, Namespace: "ref", Name: "code", Category: CategoryDomain, BaseOID: 1043, BaseName: "character varying(8)",
+	codeType = &Type{OID: 17004, Namespace: "ref", Name: "code", Category: CategoryDomain, BaseOID: 1043, BaseName: "character varying(8)", DomainCollation: `pg_catalog."C"`,
 		DomainChecks: []SourceExpr{`CONSTRAINT "code_check" CHECK (((VALUE)::text ~ '^[A-Z]+$'::text))`, `CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1))`}}
 	addressType = &Type{OID: 17005, Namespace: "app", Name: "address", Category: CategoryComposite, BaseOID: 17005,
 		Attributes: []Attribute{

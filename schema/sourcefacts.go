@@ -508,6 +508,7 @@ func (s *SourceFacts) readType(ctx context.Context, tx pgx.Tx, oid uint32) (*Typ
 		typrelid, rangeSubtype   uint32
 		rangeOfMultirange        uint32
 		domainDefault            string
+		domainCollation          string
 		hasRange, hasMultirange  bool
 		typ                      = &Type{OID: oid}
 		multirangeCol, rangeJoin string
@@ -522,13 +523,17 @@ func (s *SourceFacts) readType(ctx context.Context, tx pgx.Tx, oid uint32) (*Typ
 SELECT n.nspname, t.typname, t.typtype, t.typcategory, t.typelem, t.typbasetype, t.typtypmod,
        t.typnotnull, t.typrelid, COALESCE(pg_catalog.pg_get_expr(t.typdefaultbin, 0), t.typdefault, ''),
        r.rngsubtype IS NOT NULL, COALESCE(r.rngsubtype, 0),
-       `+multirangeCol+` IS NOT NULL, COALESCE(`+multirangeCol+`, 0)
+       `+multirangeCol+` IS NOT NULL, COALESCE(`+multirangeCol+`, 0),
+       COALESCE((SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname)
+         FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace
+         JOIN pg_catalog.pg_type bt ON bt.oid = t.typbasetype
+         WHERE co.oid = t.typcollation AND t.typcollation <> bt.typcollation), '')
 FROM pg_catalog.pg_type t
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
 LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
 `+rangeJoin+`
 WHERE t.oid = $1`, oid).Scan(&typ.Namespace, &typ.Name, &typtype, &typcategory, &typelem, &typbasetype,
-		&typtypmod, &typnotnull, &typrelid, &domainDefault, &hasRange, &rangeSubtype, &hasMultirange, &rangeOfMultirange)
+		&typtypmod, &typnotnull, &typrelid, &domainDefault, &hasRange, &rangeSubtype, &hasMultirange, &rangeOfMultirange, &domainCollation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("type oid %d does not exist on the source", oid)
 	}
@@ -552,6 +557,7 @@ WHERE t.oid = $1`, oid).Scan(&typ.Namespace, &typ.Name, &typtype, &typcategory, 
 		typ.BaseOID = typbasetype
 		typ.DomainNotNull = typnotnull
 		typ.DomainDefault = SourceExpr(domainDefault)
+		typ.DomainCollation = domainCollation
 		if typ.BaseName, err = formatType(ctx, tx, typbasetype, typtypmod); err != nil {
 			return nil, err
 		}

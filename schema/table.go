@@ -3,7 +3,11 @@
 // mapping of a source relation onto target DDL, one dialect per target kind.
 package schema
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/pgrelay/pgrelay/internal/pgquote"
+)
 
 // Replica identity settings, as sent in Relation messages.
 const (
@@ -52,6 +56,10 @@ type Type struct {
 	DomainNotNull bool
 	DomainChecks  []SourceExpr
 	DomainDefault SourceExpr
+	// DomainCollation is a domain's own collation, quoted and
+	// schema-qualified; "" when it is its base type's. A PostgreSQL name:
+	// other dialects map a domain to its base type with their own collation.
+	DomainCollation string `json:",omitempty"`
 	// Attributes are the fields of a composite type, in order.
 	Attributes []Attribute
 	// RowType marks a composite type that is a table's row type (of the
@@ -240,3 +248,7 @@ func (t *Table) TargetKey() []string {
 
 // QualifiedName is schema.name as the source spells it, unquoted, for messages.
 func (t *Table) QualifiedName() string { return t.Schema + "." + t.Name }
+
+// DisplayName is schema.name for log lines and messages, each part quoted
+// where it needs to be (public."a.b,c"), as quote_ident does.
+func (t *Table) DisplayName() string { return pgquote.Name(t.Schema, t.Name) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/pgquote"
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // Errors a caller can test for with errors.Is. The messages that wrap them say what
@@ -308,7 +310,10 @@ func Connect(ctx context.Context, url string) (*ReplConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return connectConfig(ctx, cfg)
+	c, err := connectConfig(ctx, cfg)
+	// A password split by an unescaped '@' or '/' leaves pieces in the host
+	// or the database a message names.
+	return c, redact.New(url).Err(err)
 }
 
 // sessionParams are set in the startup packet of every source session, the
@@ -401,28 +406,8 @@ func parseSourceURL(s string) (*pgconn.Config, error) {
 		}
 		reason = inner.Error()
 	}
-	if pw := passwordOf(s); pw != "" {
-		reason = strings.ReplaceAll(reason, pw, "xxxxx")
-	}
+	reason = redact.New(s).String(reason)
 	return nil, fmt.Errorf("source: cannot parse the source URL (%s): use postgres://user:password@host:port/database or key=value form", reason)
-}
-
-// passwordOf digs a password out of a URL that did not parse, for scrubbing.
-func passwordOf(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		rest := s[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
-				return rest[colon+1 : at]
-			}
-		}
-	}
-	for _, f := range strings.Fields(s) {
-		if v, ok := strings.CutPrefix(f, "password="); ok {
-			return strings.Trim(v, "'")
-		}
-	}
-	return ""
 }
 
 // connectError keeps pgconn's error for errors.As but shows our own line.
@@ -447,10 +432,8 @@ func DescribeConnectError(side string, cfg *pgconn.Config, err error) error {
 }
 
 func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replication bool) error {
-	where := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
-	if strings.HasPrefix(cfg.Host, "/") {
-		where = cfg.Host
-	}
+	hosts := hostPorts(cfg)
+	where := strings.Join(hosts, ", ")
 	kind := "connection"
 	if replication {
 		kind = "replication connection"
@@ -488,14 +471,47 @@ func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replicat
 		return &connectError{msg: msg, err: err}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &connectError{msg: fmt.Sprintf(side+": %s to %s timed out or was cancelled: check that the server is reachable", kind, where), err: err}
+		msg := fmt.Sprintf(side+": %s to %s timed out or was cancelled: check that the server is reachable", kind, where)
+		if cfg.ConnectTimeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+			msg = fmt.Sprintf(side+": %s to %s got no answer within connect_timeout (%v): check that the server is reachable and not frozen or overloaded, or raise connect_timeout in the "+side+" URL", kind, where, cfg.ConnectTimeout)
+		}
+		return &connectError{msg: msg, err: err}
 	}
-	var opErr *net.OpError
-	var dnsErr *net.DNSError
+	// The hosts' failures: pgx joins one per host (or address) it tried.
+	var reasons []string
+	dnsOnly := true
+	for _, e := range leafErrors(err) {
+		var dnsErr *net.DNSError
+		var opErr *net.OpError
+		var reason string
+		switch {
+		case errors.As(e, &dnsErr):
+			reason = fmt.Sprintf("cannot resolve host %q: %v", dnsErr.Name, dnsErr.Err)
+		case errors.As(e, &opErr):
+			dnsOnly = false
+			reason = opErr.Err.Error()
+			if opErr.Addr != nil {
+				reason = fmt.Sprintf("%s: %v", opErr.Addr, opErr.Err)
+			}
+		}
+		if reason == "" {
+			reasons = nil // something else: said as pgx says it, below
+			break
+		}
+		// pgx tries a host twice with sslmode prefer or allow.
+		if !slices.Contains(reasons, reason) {
+			reasons = append(reasons, reason)
+		}
+	}
 	switch {
-	case errors.As(err, &dnsErr):
-		return &connectError{msg: fmt.Sprintf(side+": cannot resolve host %q: %v: fix the host in the "+side+" URL", cfg.Host, dnsErr.Err), err: err}
-	case errors.As(err, &opErr):
+	case len(reasons) == 0:
+	case len(hosts) > 1:
+		return &connectError{msg: fmt.Sprintf(side+": cannot reach any of the hosts %s (%s): check the hosts and ports in the "+side+" URL and that a server is running", where, strings.Join(reasons, "; ")), err: err}
+	case dnsOnly:
+		return &connectError{msg: fmt.Sprintf(side+": %s: fix the host in the "+side+" URL", reasons[0]), err: err}
+	default:
+		var opErr *net.OpError
+		errors.As(err, &opErr)
 		return &connectError{msg: fmt.Sprintf(side+": cannot reach %s: %v: check the host and port in the "+side+" URL and that the server is running", where, opErr.Err), err: err}
 	}
 	// Whatever pgconn says after its "failed to connect to `user=… database=…`:"
@@ -504,10 +520,42 @@ func describeConnectErrorOf(side string, cfg *pgconn.Config, err error, replicat
 	if i := strings.Index(text, "`: "); i >= 0 {
 		text = text[i+3:]
 	}
-	if cfg.Password != "" {
-		text = strings.ReplaceAll(text, cfg.Password, "xxxxx")
-	}
+	text = redact.New().With(cfg.Password).String(strings.ReplaceAll(strings.TrimSpace(text), "\n\t", "; "))
 	return &connectError{msg: fmt.Sprintf(side+": %s to %s failed: %s", kind, where, text), err: err}
+}
+
+// hostPorts lists the host:port (or socket directory) of each host cfg
+// connects to, in order and each once (pgx lists a host twice in a row for
+// sslmode prefer or allow).
+func hostPorts(cfg *pgconn.Config) []string {
+	one := func(host string, port uint16) string {
+		if strings.HasPrefix(host, "/") {
+			return host
+		}
+		return net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	out := []string{one(cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks {
+		if h := one(f.Host, f.Port); !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// leafErrors are the errors err joins (pgx joins one per host it tried), or
+// err alone.
+func leafErrors(err error) []error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			var out []error
+			for _, x := range j.Unwrap() {
+				out = append(out, leafErrors(x)...)
+			}
+			return out
+		}
+	}
+	return []error{err}
 }
 
 // parseMajor reads the major version from server_version ("15.4 (Debian …)",

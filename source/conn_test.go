@@ -326,3 +326,25 @@ func TestConnCreateSlotOnFake(t *testing.T) {
 		t.Fatalf("connection unusable after an error: %v", err)
 	}
 }
+
+// A connection string of several hosts: the failure names each of them and
+// what each said (pgx joins one error per host it tried, twice for sslmode
+// prefer), not the first alone.
+func TestConnDescribeConnectErrorHosts(t *testing.T) {
+	cfg := &pgconn.Config{Host: "db1.example", Port: 5433, User: "alice",
+		Fallbacks: []*pgconn.FallbackConfig{{Host: "db1.example", Port: 5433}, {Host: "db2.example", Port: 5432}, {Host: "db2.example", Port: 5432}}}
+	addr := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 5433}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Addr: addr, Err: errors.New("connect: connection refused")}
+	unknown := &net.DNSError{Name: "db2.example", Err: "no such host", IsNotFound: true}
+	err := describeConnectErrorOf("source", cfg, fmt.Errorf("failed to connect: %w", errors.Join(refused, refused, unknown, unknown)), false)
+	want := `source: cannot reach any of the hosts db1.example:5433, db2.example:5432 (10.0.0.1:5433: connect: connection refused; cannot resolve host "db2.example": no such host): check the hosts and ports in the source URL and that a server is running`
+	if err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
+	}
+	// One host: its name, as before.
+	cfg.Fallbacks = nil
+	err = describeConnectErrorOf("source", cfg, fmt.Errorf("failed: %w", errors.Join(&net.DNSError{Name: "db1.example", Err: "no such host"})), false)
+	if want := `source: cannot resolve host "db1.example": no such host: fix the host in the source URL`; err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
+	}
+}

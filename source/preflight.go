@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/internal/pgquote"
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // ErrSlotOtherDatabase: a logical slot of that name exists but decodes another
@@ -105,7 +106,7 @@ func ConnectPlain(ctx context.Context, url string) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, xcfg)
 	if err != nil {
-		return nil, describeConnectError(pcfg, err, false)
+		return nil, redact.New(url).Err(describeConnectError(pcfg, err, false))
 	}
 	return conn, nil
 }

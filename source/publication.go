@@ -8,9 +8,52 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
+
+// ErrPublicationDropped: the publication was missing at a change the slot
+// had to send (PublicationDroppedError).
+var ErrPublicationDropped = errors.New("publication dropped under the slot")
+
+// PublicationDroppedError says that the slot cannot send its changes through
+// the publication any more: the source reads the publication as it was at
+// each change (the historic catalog of logical decoding), so changes made
+// while it did not exist cannot be sent through it, even once it is created
+// again. PostgreSQL 17 and older stop the stream at such a change; 18 skips
+// it with a warning. Only a new slot and a new copy get past it.
+type PublicationDroppedError struct {
+	Publication, Slot string
+	Err               error // the source's word for it, if any
+}
+
+func (e *PublicationDroppedError) Error() string {
+	return fmt.Sprintf("publication %q is missing for slot %q: it was dropped or renamed after the slot was made (or PGRELAY_PUBLICATION changed), and the source reads the publication as it was at each change, so the slot cannot send the changes made without it, and creating it again does not bring them back; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
+		e.Publication, e.Slot)
+}
+
+func (e *PublicationDroppedError) Unwrap() error { return e.Err }
+
+// Is holds for ErrPublicationDropped, and ErrPublicationMissing: the
+// publication is missing, and creating it is no fix.
+func (e *PublicationDroppedError) Is(target error) bool {
+	return target == ErrPublicationDropped || target == ErrPublicationMissing
+}
+
+// publicationSkipped tells the warning of PostgreSQL 18's pgoutput that it
+// skipped a change because the publication did not exist at it ("skipped
+// loading publication"), by its message or its detail.
+func publicationSkipped(n *pgproto3.NoticeResponse) bool {
+	return strings.HasPrefix(n.Message, "skipped loading publication") || strings.Contains(n.Detail, "does not exist at this point in the WAL")
+}
+
+// publicationMissing tells the error of PostgreSQL 17 and older's pgoutput
+// at a change made while the publication did not exist.
+func publicationMissing(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42704" && strings.HasPrefix(pgErr.Message, "publication ")
+}
 
 // CreatePublicationSQL is the statement that creates the publication: FOR ALL
 // TABLES, or FOR TABLE the listed schema.table names.

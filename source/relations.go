@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,12 @@ type PublishedTable struct {
 	// 15+), as attribute numbers, which a column rename leaves alone; nil when
 	// the publication has none for it (every column is published).
 	ColumnList []int16
+	// Ancestors are the partitioned tables above a partition the publication
+	// publishes as a table of its own (publish_via_partition_root off, or its
+	// root not published), nearest first; nil for any other table, and
+	// before PostgreSQL 13 (no publish_via_partition_root). Only OID, Schema
+	// and Name are set.
+	Ancestors []Part
 }
 
 // Shape is what the publication publishes of the table that the stream never
@@ -67,12 +74,60 @@ func (p PublishedTable) Shape() string {
 	return b.String()
 }
 
+// PartitionLevelChanges names the copied tables a publication now publishes
+// at another level of their partition tree than when they were copied:
+// partitions copied as tables of their own that it now publishes through
+// their root (publish_via_partition_root turned on), or a partitioned table
+// copied through its root whose partitions it now publishes as tables of
+// their own (turned off). The stream fills the other level's target tables
+// from then on, and the copied ones keep stale rows. Comparing Shapes table
+// by table misses it: the copied table is not published at all any more.
+// copied tells whether the table of that OID (0: unknown) and schema.name
+// was copied. Each entry is one table or group, with what to do.
+func PartitionLevelChanges(published []PublishedTable, copied func(oid uint32, name string) bool) []string {
+	var out []string
+	stale := map[string][]string{} // a copied root: its partitions published now
+	for _, pt := range published {
+		name := pt.Relation.Namespace + "." + pt.Relation.Name
+		if pt.Partitioned {
+			var parts []string
+			for _, p := range pt.Parts {
+				if copied(p.OID, p.Schema+"."+p.Name) {
+					parts = append(parts, p.Schema+"."+p.Name)
+				}
+			}
+			if len(parts) > 0 {
+				out = append(out, fmt.Sprintf("%s (copied as tables of their own; now published through their root %s, publish_via_partition_root being on: drop their target tables, which would keep stale rows)",
+					strings.Join(parts, ", "), name))
+			}
+			continue
+		}
+		for _, a := range pt.Ancestors {
+			if root := a.Schema + "." + a.Name; copied(a.OID, root) {
+				stale[root] = append(stale[root], name)
+				break
+			}
+		}
+	}
+	roots := make([]string, 0, len(stale))
+	for root := range stale {
+		roots = append(roots, root)
+	}
+	slices.Sort(roots)
+	for _, root := range roots {
+		out = append(out, fmt.Sprintf("%s (copied through its root under publish_via_partition_root; now its partitions %s are published as tables of their own: drop its target table, which would keep stale rows)",
+			root, strings.Join(stale[root], ", ")))
+	}
+	return out
+}
+
 // ShapeColumnList starts the column list's part of a Shape. Shapes stored
 // before it was part of them lack it.
 const ShapeColumnList = "; column list: "
 
 // Part is a leaf partition of a published partitioned table.
 type Part struct {
+	OID          uint32
 	Schema, Name string
 	Pages, Bytes int64
 }
@@ -111,9 +166,20 @@ func readPublished(ctx context.Context, q interface {
          JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid
          WHERE p.pubname = pt.pubname AND pr.prrelid = c.oid AND pr.prattrs IS NOT NULL LIMIT 1)`
 	}
+	ancestorOIDs, ancestorSchemas, ancestorNames := "NULL::oid[]", "NULL::text[]", "NULL::text[]"
+	if major >= 13 {
+		ancestors := `FROM pg_catalog.pg_partition_ancestors(c.oid) WITH ORDINALITY a(relid, nearness)
+         JOIN pg_catalog.pg_class ac ON ac.oid = a.relid
+         JOIN pg_catalog.pg_namespace an ON an.oid = ac.relnamespace
+         WHERE a.relid <> c.oid`
+		ancestorOIDs = `CASE WHEN c.relispartition THEN (SELECT array_agg(ac.oid ORDER BY a.nearness) ` + ancestors + `) END`
+		ancestorSchemas = `CASE WHEN c.relispartition THEN (SELECT array_agg(an.nspname::text ORDER BY a.nearness) ` + ancestors + `) END`
+		ancestorNames = `CASE WHEN c.relispartition THEN (SELECT array_agg(ac.relname::text ORDER BY a.nearness) ` + ancestors + `) END`
+	}
 	sql := `
 SELECT c.oid, n.nspname, c.relname, c.relreplident::text, c.relpages::int8,
-       pg_catalog.pg_table_size(c.oid), ` + colList + `, ` + rowFilter + `, c.relkind = 'p', ` + prattrs + `
+       pg_catalog.pg_table_size(c.oid), ` + colList + `, ` + rowFilter + `, c.relkind = 'p', ` + prattrs + `,
+       ` + ancestorOIDs + `, ` + ancestorSchemas + `, ` + ancestorNames + `
 FROM pg_catalog.pg_publication_tables pt
 JOIN pg_catalog.pg_namespace n ON n.nspname = pt.schemaname
 JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
@@ -131,11 +197,14 @@ ORDER BY n.nspname, c.relname`
 		rowFilter      *string
 		partitioned    bool
 		prattrs        []int16
+		ancestorOIDs   []uint32
+		ancestorNsps   []string
+		ancestorNames  []string
 	}
 	var heads []head
 	for rows.Next() {
 		var h head
-		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames, &h.rowFilter, &h.partitioned, &h.prattrs); err != nil {
+		if err := rows.Scan(&h.oid, &h.nsp, &h.name, &h.rep, &h.pages, &h.bytes, &h.attnames, &h.rowFilter, &h.partitioned, &h.prattrs, &h.ancestorOIDs, &h.ancestorNsps, &h.ancestorNames); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("source: list tables of publication %q: %w", publication, err)
 		}
@@ -177,6 +246,11 @@ ORDER BY a.attnum`
 		pt := PublishedTable{Relation: rel, Pages: h.pages, Bytes: h.bytes, Columns: names, Partitioned: h.partitioned, ColumnList: h.prattrs}
 		if h.rowFilter != nil {
 			pt.RowFilter = *h.rowFilter
+		}
+		for i, oid := range h.ancestorOIDs {
+			if i < len(h.ancestorNsps) && i < len(h.ancestorNames) {
+				pt.Ancestors = append(pt.Ancestors, Part{OID: oid, Schema: h.ancestorNsps[i], Name: h.ancestorNames[i]})
+			}
 		}
 		if h.partitioned {
 			var err error
@@ -233,11 +307,11 @@ func readColumns(ctx context.Context, q interface {
 func readParts(ctx context.Context, q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }, oid uint32) ([]Part, error) {
-	rows, err := q.Query(ctx, `SELECT n.nspname::text, c.relname::text, c.relkind = 'r', c.relpages::int8, pg_catalog.pg_table_size(c.oid)
+	rows, err := q.Query(ctx, `SELECT c.oid, n.nspname::text, c.relname::text, c.relkind = 'r', c.relpages::int8, pg_catalog.pg_table_size(c.oid)
 		FROM pg_catalog.pg_partition_tree($1) t
 		JOIN pg_catalog.pg_class c ON c.oid = t.relid
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE t.isleaf ORDER BY 1, 2`, oid)
+		WHERE t.isleaf ORDER BY 2, 3`, oid)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +319,7 @@ func readParts(ctx context.Context, q interface {
 	var p Part
 	var plain bool
 	allPlain := true
-	if _, err := pgx.ForEachRow(rows, []any{&p.Schema, &p.Name, &plain, &p.Pages, &p.Bytes}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&p.OID, &p.Schema, &p.Name, &plain, &p.Pages, &p.Bytes}, func() error {
 		parts = append(parts, p)
 		allPlain = allPlain && plain
 		return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,13 @@ const statusWriteTimeout = 30 * time.Second
 // bytePollInterval is how often a receive loop held back by the byte bound of the
 // buffer looks whether the consumer has taken frames out (a channel cannot say).
 const bytePollInterval = 2 * time.Millisecond
+
+// ackQuiet is how long the stream must have carried no message before an
+// Ack that moved the durable position is reported at once, instead of with
+// the next periodic status update: when apply catches up the source learns
+// within a fraction of a second (and frees WAL, and monitors stop showing lag
+// that is not there), while a busy stream is not slowed by extra updates.
+const ackQuiet = 100 * time.Millisecond
 
 // StreamOptions are the pgoutput options of START_REPLICATION and the loop settings.
 type StreamOptions struct {
@@ -73,13 +81,22 @@ type Stream struct {
 	frames   chan Frame
 	interval time.Duration
 	maxBytes int
+	// publication is the one the stream sends changes through.
+	publication string
 
 	acked    atomic.Uint64
 	received atomic.Uint64
 	started  atomic.Bool
 
+	// mu guards what Ack shares with the receive loop to wake it early.
+	mu       sync.Mutex
+	looping  bool      // the receive loop runs: armAckCheck may move its read deadline
+	deadline time.Time // the read deadline in force
+	checkAt  time.Time // when the loop looks whether to report an Ack; zero: not armed
+
 	// Owned by Run.
 	inChan        frameSizes // sizes of the frames sent into the channel and not yet taken
+	busy          bool       // a message arrived since the Ack check was armed
 	reportedWrite LSN
 	reportedFlush LSN
 	now           func() time.Time
@@ -137,6 +154,7 @@ func newStream(conn *pgconn.PgConn, slot string, start LSN, o StreamOptions) *St
 		now:        time.Now,
 		finishWait: finishTimeout,
 	}
+	s.publication = o.Publication
 	s.acked.Store(uint64(start))
 	s.received.Store(uint64(start))
 	s.reportedFlush = start
@@ -247,14 +265,36 @@ func (s *Stream) Frames() <-chan Frame { return s.frames }
 
 // Ack declares everything up to lsn durable on the target. It never moves the
 // acked position backwards (a smaller lsn is ignored), is safe from any
-// goroutine, and is reported to the server with the next status update (periodic,
-// in reply to a keepalive, or the final one when Run's context ends).
+// goroutine, and is reported to the server with the next status update:
+// periodic, in reply to a keepalive, the final one when Run's context ends, or
+// one sent once the stream has carried no message for ackQuiet.
 func (s *Stream) Ack(lsn LSN) {
 	for {
 		cur := s.acked.Load()
-		if uint64(lsn) <= cur || s.acked.CompareAndSwap(cur, uint64(lsn)) {
+		if uint64(lsn) <= cur {
 			return
 		}
+		if s.acked.CompareAndSwap(cur, uint64(lsn)) {
+			s.armAckCheck()
+			return
+		}
+	}
+}
+
+// armAckCheck brings the receive loop's read deadline forward to ackQuiet
+// from now, so that it reports the new acked position then if nothing arrived
+// meanwhile. (A loop not reading at the moment meets the earlier deadline
+// with its next read.)
+func (s *Stream) armAckCheck() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.looping || !s.checkAt.IsZero() {
+		return
+	}
+	s.checkAt = s.now().Add(ackQuiet)
+	if s.checkAt.Before(s.deadline) {
+		s.deadline = s.checkAt
+		_ = s.conn.Conn().SetReadDeadline(time.Now().Add(ackQuiet))
 	}
 }
 
@@ -343,6 +383,15 @@ func (s *Stream) loop(ctx context.Context) error {
 	// call, which cost more than decoding the message. Cancelling ctx moves
 	// the deadline to now, which ends a blocked read.
 	nc := s.conn.Conn()
+	s.mu.Lock()
+	s.looping = true
+	s.mu.Unlock()
+	defer func() {
+		// Before finish sets deadlines of its own.
+		s.mu.Lock()
+		s.looping = false
+		s.mu.Unlock()
+	}()
 	cut := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = nc.SetReadDeadline(time.Now())
@@ -361,25 +410,19 @@ func (s *Stream) loop(ctx context.Context) error {
 	// position, what the target already holds, so the slot advances (and
 	// frees WAL) even when sessions keep ending before one interval passed.
 	nextStatus := s.now()
-	var deadline time.Time
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if now := s.now(); !now.Before(nextStatus) {
+		now := s.now()
+		if !now.Before(nextStatus) {
 			if err := s.sendStatus(); err != nil {
 				return err
 			}
 			nextStatus = now.Add(s.interval)
 		}
-		if !deadline.Equal(nextStatus) {
-			deadline = nextStatus
-			_ = nc.SetReadDeadline(time.Now().Add(nextStatus.Sub(s.now())))
-			if err := ctx.Err(); err != nil {
-				// Cancelled before the deadline moved: the cancel's deadline may
-				// have been overwritten.
-				return err
-			}
+		if err := s.prepareRead(ctx, nc, now, &nextStatus); err != nil {
+			return err
 		}
 		msg, err := s.conn.ReceiveMessage(context.Background())
 		if err != nil {
@@ -387,31 +430,94 @@ func (s *Stream) loop(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if pgconn.Timeout(err) || isTimeout(err) {
-				deadline = time.Time{} // the deadline passed: a status update is due
+				s.mu.Lock()
+				s.deadline = time.Time{} // passed: a status update or an Ack check is due
+				s.mu.Unlock()
 				continue
 			}
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) {
-				return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(err, s.slot))
+				return s.serverError(err)
 			}
 			return fmt.Errorf("source: replication stream on slot %q: receive: %w", s.slot, err)
 		}
 		switch m := msg.(type) {
 		case *pgproto3.CopyData:
+			s.busy = s.busy || len(m.Data) > 0 && m.Data[0] == pglogrepl.XLogDataByteID
 			if err := s.handleCopyData(ctx, m.Data, &nextStatus); err != nil {
 				return err
 			}
 		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(pgconn.ErrorResponseToPgError(m), s.slot))
+			return s.serverError(pgconn.ErrorResponseToPgError(m))
 		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
 			// A walsender that shuts down after sending everything ends with
 			// CommandComplete alone (WalSndDone), otherwise with CopyDone.
 			return fmt.Errorf("source: replication stream on slot %q: %w (the server may be shutting down): reconnect and resume", s.slot, ErrStreamEnded)
-		case *pgproto3.NoticeResponse, *pgproto3.ParameterStatus:
+		case *pgproto3.NoticeResponse:
+			if publicationSkipped(m) {
+				// The change is lost to the stream: nothing from it on may
+				// be acknowledged as applied.
+				return fmt.Errorf("source: replication stream: %w", &PublicationDroppedError{Publication: s.publication, Slot: s.slot,
+					Err: errors.New(m.Message)})
+			}
+		case *pgproto3.ParameterStatus:
 		default:
 			return fmt.Errorf("source: replication stream on slot %q: unexpected %T", s.slot, msg)
 		}
 	}
+}
+
+// serverError is the error of an ErrorResponse the walsender ended the
+// stream with.
+func (s *Stream) serverError(err error) error {
+	if publicationMissing(err) {
+		return fmt.Errorf("source: replication stream: %w", &PublicationDroppedError{Publication: s.publication, Slot: s.slot, Err: err})
+	}
+	return fmt.Errorf("source: replication stream on slot %q: %w", s.slot, classifyPgError(err, s.slot))
+}
+
+// prepareRead readies the next socket read: it reports the acked position
+// when the armed Ack check is due and no message arrived since it was armed,
+// arms the check when the acked position is ahead of what the server was
+// told, and sets the read deadline to the next status update or Ack check,
+// whichever comes first.
+func (s *Stream) prepareRead(ctx context.Context, nc net.Conn, now time.Time, nextStatus *time.Time) error {
+	s.mu.Lock()
+	due := !s.checkAt.IsZero() && !now.Before(s.checkAt)
+	if due {
+		s.checkAt = time.Time{}
+	}
+	ahead := LSN(s.acked.Load()) > s.reportedFlush
+	if due && !s.busy && ahead {
+		s.mu.Unlock()
+		if err := s.sendStatus(); err != nil {
+			return err
+		}
+		*nextStatus = now.Add(s.interval)
+		ahead = false
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	if s.checkAt.IsZero() {
+		s.busy = false
+		if ahead {
+			s.checkAt = now.Add(ackQuiet)
+		}
+	}
+	want := *nextStatus
+	if !s.checkAt.IsZero() && s.checkAt.Before(want) {
+		want = s.checkAt
+	}
+	if !s.deadline.Equal(want) {
+		s.deadline = want
+		_ = nc.SetReadDeadline(time.Now().Add(want.Sub(s.now())))
+		if err := ctx.Err(); err != nil {
+			// Cancelled before the deadline moved: the cancel's deadline may
+			// have been overwritten.
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Stream) handleCopyData(ctx context.Context, data []byte, nextStatus *time.Time) error {

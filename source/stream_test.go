@@ -215,6 +215,12 @@ func TestStreamKeepaliveRepliesWithAcked(t *testing.T) {
 	}
 	s.Ack(0x250)
 	s.Ack(0x180) // backwards: ignored
+	// Nothing else arrives: the new position is reported without waiting
+	// for the (hour-long) interval.
+	st = f.nextStatus(t, 5*time.Second)
+	if st.write != 0x300 || st.flush != 0x250 || st.apply != 0x250 {
+		t.Fatalf("status after Ack on a quiet stream = %+v, want write 0/300, flush = apply = 0/250", st)
+	}
 	f.keepalive(0x300, false)
 	f.keepalive(0x310, true)
 	st = f.nextStatus(t, 2*time.Second)
@@ -239,6 +245,32 @@ func TestStreamKeepaliveRepliesWithAcked(t *testing.T) {
 	if err := s.Run(context.Background()); err == nil {
 		t.Fatal("second Run did not fail")
 	}
+}
+
+func TestStreamQuietAckReportedAtOnce(t *testing.T) {
+	f := &fakeWalsender{}
+	_, s := startFake(t, f, 0x100, StreamOptions{StatusInterval: time.Hour})
+	<-f.queries
+	cancel, done := runStream(t, s)
+	f.nextStatus(t, 2*time.Second) // the start position
+	// A backlog arrives and is applied; the last Ack comes while the
+	// stream is quiet, with no keepalive asking for a reply.
+	for i := range 50 {
+		f.xlog(LSN(0x200+i*0x10), []byte("Ix"))
+		<-s.Frames()
+		s.Ack(LSN(0x200 + i*0x10))
+	}
+	const last = LSN(0x200 + 49*0x10)
+	for {
+		st := f.nextStatus(t, 5*time.Second)
+		if st.flush > last {
+			t.Fatalf("status flush %v beyond the acked %v", st.flush, last)
+		}
+		if st.flush == last {
+			break
+		}
+	}
+	cleanStop(t, f, cancel, done, last)
 }
 
 func TestStreamPeriodicStatusWhileConsumerIsBlocked(t *testing.T) {
@@ -410,6 +442,34 @@ func TestStreamEndsOnServerErrorAndCopyDone(t *testing.T) {
 			t.Fatal("Run did not return on a server error")
 		}
 	})
+	// The publication missing at a change (dropped under the slot): 17 and
+	// older end the stream with an error, 18 skips the change with a
+	// warning. Either way the slot cannot send it: the stream ends saying
+	// that only a new copy gets past it.
+	for name, msg := range map[string]pgproto3.BackendMessage{
+		"publication error": &pgproto3.ErrorResponse{Severity: "ERROR", Code: "42704", Message: `publication "pub" does not exist`,
+			Where: "slot \"slot_a\", output plugin \"pgoutput\", in the change callback"},
+		"publication warning": &pgproto3.NoticeResponse{Severity: "WARNING", Code: "42704", Message: `skipped loading publication "pub"`,
+			Detail: "The publication does not exist at this point in the WAL.", Hint: "Create the publication if it does not exist."},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeWalsender{}
+			_, s := startFake(t, f, 0, StreamOptions{Publication: "pub", StatusInterval: time.Hour})
+			<-f.queries
+			_, done := runStream(t, s)
+			f.send(&pgproto3.NoticeResponse{Severity: "NOTICE", Message: "something else"})
+			f.send(msg)
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrPublicationDropped) || !errors.Is(err, ErrPublicationMissing) ||
+					!strings.Contains(err.Error(), `publication "pub" is missing for slot "slot_a"`) || !strings.Contains(err.Error(), "PGRELAY_SNAPSHOT=always") {
+					t.Fatalf("Run = %v, want ErrPublicationDropped naming the publication, the slot and PGRELAY_SNAPSHOT=always", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("Run did not return on %T", msg)
+			}
+		})
+	}
 	for name, end := range map[string]pgproto3.BackendMessage{
 		"copydone":        &pgproto3.CopyDone{},
 		"commandcomplete": &pgproto3.CommandComplete{CommandTag: []byte("COPY 0")}, // a walsender's shutdown

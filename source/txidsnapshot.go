@@ -13,13 +13,26 @@ import (
 // TxidSnapshot is a snapshot as txid_current_snapshot() prints it,
 // "xmin:xmax:xip,…", with epoch-qualified 64-bit transaction ids: the
 // transactions whose effects it sees are those below Xmin and those below Xmax
-// not listed in Xip.
+// not listed in Xip. Xmin <= Xmax in every TxidSnapshot ParseTxidSnapshot
+// returns.
 type TxidSnapshot struct {
 	Xmin, Xmax uint64
 	Xip        []uint64
 }
 
-// ParseTxidSnapshot reads the text form of a txid_snapshot (or pg_snapshot).
+// ParseTxidSnapshot reads the text form of a txid_snapshot (or pg_snapshot):
+// decimal ids, no sign or space, xmin > 0, and each xip id in [xmin, xmax);
+// they may come in any order, repeated.
+//
+// The snapshot a logical slot exports may read with xmin above xmax
+// ("905:902:"): snapbuild.c moves xmin up to the oldest running transaction
+// at each xl_running_xacts record, but xmax only past the transactions it saw
+// commit, so those in between ended without a commit it tracked (they
+// aborted). The server judges every snapshot as XidInMVCCSnapshot does, xmin
+// first: an id below xmin is finished, seen if it committed; any other is at
+// or past xmax, in progress, unseen. Such a snapshot is therefore read as
+// xmin:xmin: (SnapBuildInitialSnapshot lists no id in it), which sees exactly
+// the transactions the server's copy under it saw.
 func ParseTxidSnapshot(s string) (TxidSnapshot, error) {
 	bad := func() (TxidSnapshot, error) {
 		return TxidSnapshot{}, fmt.Errorf("source: %q is not a snapshot of the form xmin:xmax:xip,…", s)
@@ -29,24 +42,34 @@ func ParseTxidSnapshot(s string) (TxidSnapshot, error) {
 		return bad()
 	}
 	var snap TxidSnapshot
-	var err error
-	if snap.Xmin, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
+	var ok bool
+	if snap.Xmin, ok = parseXid(parts[0]); !ok || snap.Xmin == 0 {
 		return bad()
 	}
-	if snap.Xmax, err = strconv.ParseUint(parts[1], 10, 64); err != nil || snap.Xmax < snap.Xmin {
+	if snap.Xmax, ok = parseXid(parts[1]); !ok {
 		return bad()
 	}
 	if parts[2] != "" {
 		for _, x := range strings.Split(parts[2], ",") {
-			v, err := strconv.ParseUint(x, 10, 64)
-			if err != nil || v < snap.Xmin || v >= snap.Xmax {
+			v, ok := parseXid(x)
+			if !ok || v < snap.Xmin || v >= snap.Xmax {
 				return bad()
 			}
 			snap.Xip = append(snap.Xip, v)
 		}
 	}
+	// Xip is empty here when xmax < xmin: no id is in [xmin, xmax).
+	snap.Xmax = max(snap.Xmax, snap.Xmin)
 	slices.Sort(snap.Xip)
+	snap.Xip = slices.Compact(snap.Xip)
 	return snap, nil
+}
+
+// parseXid reads one transaction id of a snapshot's text: decimal digits
+// only (ParseUint takes no sign, space or underscore in base 10).
+func parseXid(s string) (uint64, bool) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil
 }
 
 // String is the text form ParseTxidSnapshot reads.

@@ -501,7 +501,7 @@ func chooseFormats(ctx context.Context, cfg Config, src Source, runs []*tableRun
 	}
 	for i, r := range ask {
 		if !oks[i] {
-			cfg.Log.Debug("copying in text format", "table", tables[i].QualifiedName(), "why", whys[i])
+			cfg.Log.Debug("copying in text format", "table", tables[i].DisplayName(), "why", whys[i])
 			continue
 		}
 		r.casts = casts[i]
@@ -515,7 +515,7 @@ func chooseFormats(ctx context.Context, cfg Config, src Source, runs []*tableRun
 func binaryCasts(cfg Config, r *tableRun) []string {
 	t := r.Table.Table
 	text := func(why string) []string {
-		cfg.Log.Debug("copying in text format", "table", t.QualifiedName(), "why", why)
+		cfg.Log.Debug("copying in text format", "table", t.DisplayName(), "why", why)
 		return nil
 	}
 	// The source's select list and the target's COPY column list must be the
@@ -697,7 +697,7 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	}
 	if !r.Table.quick() {
 		// A large table's keys take a while after its last row: say so.
-		cfg.Log.Info("table loaded, building its keys and indexes", "table", t.QualifiedName(), "rows", st.Rows, "indexes", len(r.indexDefs))
+		cfg.Log.Info("table loaded, building its keys and indexes", "table", t.DisplayName(), "rows", st.Rows, "indexes", len(r.indexDefs))
 	}
 	if kd, ok := target.(KeyDeferrer); ok {
 		if err := kd.AddPrimaryKey(ctx, t); err != nil {
@@ -722,6 +722,6 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 	if r.casts != nil {
 		format = "binary"
 	}
-	cfg.Log.Info("table copied", "table", t.QualifiedName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)), "format", format)
+	cfg.Log.Info("table copied", "table", t.DisplayName(), "rows", st.Rows, "mb", fmt.Sprintf("%.1f", float64(st.Bytes)/(1<<20)), "format", format)
 	return nil
 }

@@ -176,7 +176,7 @@ func compareFake(t *testing.T, w *fakeWorld, live bool, wait time.Duration) *Tab
 	t.Helper()
 	cfg := Config{ChunkRows: 10, Wait: wait, Log: discardLog(),
 		Live: func(context.Context) (bool, error) { return live, nil }}
-	tbl := Table{Source: TableName{"public", "t"}, Target: TableName{"public", "t"}, Columns: []string{"id", "v"}}
+	tbl := Table{Source: TableName{Schema: "public", Name: "t"}, Target: TableName{Schema: "public", Name: "t"}, Columns: []string{"id", "v"}}
 	rep, err := Compare(context.Background(), cfg, &fakeSource{fakeSide{w: w}}, &fakeTarget{fakeSide{w: w, target: true}}, []Table{tbl})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func TestCompareLiveHotRow(t *testing.T) {
 func TestCompareMissingTable(t *testing.T) {
 	w := newFakeWorld(5)
 	tgt := &missingTarget{fakeTarget{fakeSide{w: w, target: true}}}
-	tbl := Table{Source: TableName{"public", "t"}, Target: TableName{"public", "t"}, Columns: []string{"id", "v"}}
+	tbl := Table{Source: TableName{Schema: "public", Name: "t"}, Target: TableName{Schema: "public", Name: "t"}, Columns: []string{"id", "v"}}
 	_, err := Compare(context.Background(), Config{Log: discardLog()}, &fakeSource{fakeSide{w: w}}, tgt, []Table{tbl, tbl})
 	var me *MissingTablesError
 	if !errors.As(err, &me) || len(me.Tables) != 2 || err.Error() != "tables public.t, public.t are missing on the target" {

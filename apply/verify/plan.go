@@ -3,13 +3,17 @@ package verify
 import (
 	"context"
 	"strings"
+
+	"github.com/pgrelay/pgrelay/sink"
 )
 
-// Key is one row's key: the text form of each key column, in key order.
-type Key []string
+// Key is one row's key: the canonical text (package schema/canon) of each
+// key column, in key order.
+type Key = sink.VerifyKey
 
-// joined is the key as one map key (PostgreSQL text holds no NUL byte).
-func (k Key) joined() string { return strings.Join(k, "\x00") }
+// joinKey is the key as one map key (canonical text holds no NUL byte: bytea
+// is hex, and PostgreSQL text cannot hold one).
+func joinKey(k Key) string { return strings.Join(k, "\x00") }
 
 func splitKey(s string) Key { return Key(strings.Split(s, "\x00")) }
 
@@ -17,12 +21,7 @@ func splitKey(s string) Key { return Key(strings.Split(s, "\x00")) }
 // and at most To, in the comparison's key order. A nil From starts at the first
 // row, a nil To ends after the last: a chunk of a keyless table is the whole
 // table, {nil, nil}.
-type Range struct {
-	From, To Key
-}
-
-// Whole reports whether r covers every row.
-func (r Range) Whole() bool { return r.From == nil && r.To == nil }
+type Range = sink.VerifyRange
 
 // Chunk sizes, in rows: a chunk is one query on each server, and a difference
 // is reported for the chunk's key range.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/pgrelay/pgrelay/schema/canon"
 )
 
 func TestChunkRows(t *testing.T) {
@@ -117,65 +118,6 @@ func TestPlannerCoversEveryKey(t *testing.T) {
 	}
 }
 
-func testSide() *SideTable {
-	return &SideTable{
-		Name:      TableName{"public", "Orders"},
-		Columns:   []Column{{Name: "id", Type: "integer", TypeOID: 23}, {Name: "price", Type: "double precision", TypeOID: oidFloat8}, {Name: "note", Type: "text", TypeOID: 25}},
-		Key:       []Column{{Name: "id", Type: "integer", TypeOID: 23}},
-		ByteOrder: []bool{false},
-	}
-}
-
-func TestSummarizeSQL(t *testing.T) {
-	src := &postgresSide{position: "pg_catalog.pg_current_wal_insert_lsn()::text"}
-	tgt := &postgresSide{position: "(SELECT p.lsn FROM pgrelay.progress p WHERE p.slot = $%d)::text", posArg: "s1"}
-	st := testSide()
-	sql, args := src.summarizeSQL(st, Range{From: Key{"10"}, To: Key{"20"}})
-	want := `SELECT count(*), coalesce(pg_catalog.md5(string_agg(pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text), '' ORDER BY "id")), ''), pg_catalog.pg_current_wal_insert_lsn()::text FROM ONLY "public"."Orders" WHERE ("id") > ($1::text::integer) AND ("id") <= ($2::text::integer)`
-	if sql != want || !slices.Equal(args, []any{"10", "20"}) {
-		t.Errorf("source summary:\n got %s %v\nwant %s [10 20]", sql, args, want)
-	}
-	sql, args = tgt.summarizeSQL(st, Range{To: Key{"20"}})
-	want = `SELECT count(*), coalesce(pg_catalog.md5(string_agg(pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text), '' ORDER BY "id")), ''), (SELECT p.lsn FROM pgrelay.progress p WHERE p.slot = $2)::text FROM ONLY "public"."Orders" WHERE ("id") <= ($1::text::integer)`
-	if sql != want || !slices.Equal(args, []any{"20", "s1"}) {
-		t.Errorf("target summary:\n got %s %v\nwant %s [20 s1]", sql, args, want)
-	}
-	keyless := testSide()
-	keyless.Key, keyless.ByteOrder = nil, nil
-	sql, _ = src.summarizeSQL(keyless, Range{})
-	want = `SELECT count(*), coalesce(sum(('x' || substr(h, 1, 16))::bit(64)::int8)::text || ' ' || sum(('x' || substr(h, 17, 16))::bit(64)::int8)::text, ''), pg_catalog.pg_current_wal_insert_lsn()::text FROM (SELECT pg_catalog.md5(ROW("id", pg_catalog.float8send("price"), "note")::text) AS h FROM ONLY "public"."Orders") r`
-	if sql != want {
-		t.Errorf("keyless summary:\n got %s\nwant %s", sql, want)
-	}
-}
-
-// TestCompositeKeySQL: a composite key compares as a row, the text column in
-// byte order when the servers' collations differ, in boundaries, ranges and
-// key lists alike.
-func TestCompositeKeySQL(t *testing.T) {
-	st := &SideTable{
-		Name:      TableName{"s", "t"},
-		Columns:   []Column{{Name: "region", Type: "text"}, {Name: "n", Type: "bigint"}, {Name: "v", Type: "money", TypeOID: oidMoney}},
-		Key:       []Column{{Name: "region", Type: "text"}, {Name: "n", Type: "bigint"}},
-		ByteOrder: []bool{true, false},
-	}
-	sql, args := boundarySQL(st, Key{"eu", "7"}, 500)
-	want := `SELECT "region"::text AS k0, "n"::text AS k1 FROM ONLY "s"."t" WHERE ("region" COLLATE "C", "n") > ($1::text::text COLLATE "C", $2::text::bigint) ORDER BY "region" COLLATE "C", "n" LIMIT 1 OFFSET $3`
-	if sql != want || !slices.Equal(args, []any{"eu", "7", int64(499)}) {
-		t.Errorf("boundary:\n got %s %v\nwant %s [eu 7 499]", sql, args, want)
-	}
-	sql, _ = boundarySQL(st, nil, 500)
-	want = `SELECT "region"::text AS k0, "n"::text AS k1 FROM ONLY "s"."t" ORDER BY "region" COLLATE "C", "n" LIMIT 1 OFFSET $1`
-	if sql != want {
-		t.Errorf("first boundary:\n got %s\nwant %s", sql, want)
-	}
-	sql, args = rowsSQL(st, Range{}, []Key{{"eu", "1"}, {"us", "2"}}, false)
-	want = `SELECT "region"::text AS k0, "n"::text AS k1, pg_catalog.md5(ROW("region", "n", "v"::numeric)::text) FROM ONLY "s"."t" WHERE ("region", "n") IN (SELECT u.c0::text, u.c1::bigint FROM unnest($1::text[], $2::text[]) AS u(c0, c1)) ORDER BY "region" COLLATE "C", "n"`
-	if sql != want || len(args) != 2 || !slices.Equal(args[0].([]string), []string{"eu", "us"}) || !slices.Equal(args[1].([]string), []string{"1", "2"}) {
-		t.Errorf("rows by key:\n got %s %v\nwant %s", sql, args, want)
-	}
-}
-
 func TestFormatRange(t *testing.T) {
 	for _, c := range []struct {
 		key  []string
@@ -204,7 +146,7 @@ func TestBuildPlan(t *testing.T) {
 	ts := &Shape{Identity: 'd', Key: []string{"code", "n"}, Indexes: [][]string{{"code", "n"}}, Columns: []Column{
 		{Name: "n", Type: "integer"}, {Name: "extra", Type: "text", Collation: "libc C.UTF-8/C.UTF-8"}, {Name: "code", Type: "text", Collation: "libc C.UTF-8/C.UTF-8"},
 	}}
-	tbl := Table{Source: TableName{"public", "t"}, Target: TableName{"public", "t"}, Columns: []string{"code", "n", "gone", "extra"}}
+	tbl := Table{Source: TableName{Schema: "public", Name: "t"}, Target: TableName{Schema: "public", Name: "t"}, Columns: []string{"code", "n", "gone", "extra"}}
 	p := buildPlan(tbl, ss, ts, 0, discardLog())
 	var names []string
 	for _, c := range p.tgt.Columns {
@@ -233,23 +175,68 @@ func TestBuildPlan(t *testing.T) {
 	}
 }
 
-// A partitioned table is read with its partitions, and the source side of a
-// table with a publication row filter reads only the rows it publishes.
-func TestFilteredPartitionedSQL(t *testing.T) {
-	st := testSide()
-	st.Partitioned = true
-	st.Filter = `"price" > 0`
-	sql, _ := boundarySQL(st, nil, 10)
-	want := `SELECT "id"::text AS k0 FROM "public"."Orders" WHERE ("price" > 0) ORDER BY "id" LIMIT 1 OFFSET $1`
-	if sql != want {
-		t.Errorf("boundary:\n got %s\nwant %s", sql, want)
+// TestBuildPlanCanon: a target column whose type does not tell its
+// canonical form (a MySQL VARCHAR) compares as the source column; a target
+// that keeps JSON numbers as doubles has the source compare them so; a key
+// the target orders as text is compared in byte order on both sides.
+func TestBuildPlanCanon(t *testing.T) {
+	mood := canon.Type{Kind: canon.KindOther}
+	doc := canon.Type{Kind: canon.KindJSONB}
+	ints := canon.Type{Kind: canon.KindArray, Elem: canon.KindNumeric}
+	ss := &Shape{Identity: 'd', Key: []string{"mood"}, Columns: []Column{
+		{Name: "mood", Type: "public.mood", Canon: mood}, {Name: "doc", Type: "jsonb", Canon: doc}, {Name: "n", Type: "numeric", Canon: canon.Type{Kind: canon.KindNumeric}},
+		{Name: "a", Type: "numeric[]", Canon: ints},
+	}}
+	ts := &Shape{Identity: 'd', Key: []string{"mood"}, Indexes: [][]string{{"mood"}}, Columns: []Column{
+		{Name: "mood", Type: "varchar(255)", Collation: "libc C", TextOrder: true},
+		{Name: "doc", Type: "json", Canon: canon.Type{Kind: canon.KindJSON, DoubleNumbers: true}},
+		{Name: "n", Type: "decimal(65,30)", Canon: canon.Type{Kind: canon.KindNumeric}},
+		{Name: "a", Type: "json", Canon: canon.Type{DoubleNumbers: true}}, // MySQL 8: the form is the source's, numbers as doubles
+	}}
+	tbl := Table{Source: TableName{Schema: "public", Name: "t"}, Target: TableName{Schema: "db", Name: "t"}, Columns: []string{"mood", "doc", "n", "a"}}
+	p := buildPlan(tbl, ss, ts, 0, discardLog())
+	intsAsDoubles := ints
+	intsAsDoubles.DoubleNumbers = true
+	want := []struct{ src, tgt canon.Type }{
+		{mood, mood},
+		{canon.Type{Kind: canon.KindJSONB, DoubleNumbers: true}, canon.Type{Kind: canon.KindJSON, DoubleNumbers: true}},
+		{canon.Type{Kind: canon.KindNumeric}, canon.Type{Kind: canon.KindNumeric}},
+		{intsAsDoubles, intsAsDoubles},
 	}
-	sql, _ = rowsSQL(st, Range{From: Key{"1"}}, nil, false)
-	if want := ` FROM "public"."Orders" WHERE ("id") > ($1::text::integer) AND ("price" > 0) ORDER BY "id"`; !strings.HasSuffix(sql, want) {
-		t.Errorf("rows:\n got %s\nwant …%s", sql, want)
+	for i, w := range want {
+		if p.src.Columns[i].Canon != w.src || p.tgt.Columns[i].Canon != w.tgt {
+			t.Errorf("column %s compares as %s on the source, %s on the target; want %s, %s",
+				p.src.Columns[i].Name, p.src.Columns[i].Canon, p.tgt.Columns[i].Canon, w.src, w.tgt)
+		}
 	}
-	sql, _ = rowsSQL(st, Range{}, []Key{{"1"}}, false)
-	if want := `FROM unnest($1::text[]) AS u(c0)) AND ("price" > 0) ORDER BY "id"`; !strings.HasSuffix(sql, want) {
-		t.Errorf("rows by key:\n got %s\nwant …%s", sql, want)
+	if p.tgt.Key[0].Canon != mood || !p.src.ByteOrder[0] || !p.tgt.ByteOrder[0] || !p.result.ByteOrder {
+		t.Errorf("key compares as %s, byte order %v/%v; want %s in byte order on both sides", p.tgt.Key[0].Canon, p.src.ByteOrder, p.tgt.ByteOrder, mood)
+	}
+	// A uuid or a text key in a text column orders alike (text: as the
+	// collations say).
+	for _, c := range []struct {
+		kind      canon.Kind
+		collation string
+		want      bool
+	}{{canon.KindUUID, "", false}, {canon.KindText, "libc C", false}, {canon.KindText, "icu und", true}, {canon.KindInt, "", true}} {
+		ss.Columns[0].Canon, ss.Columns[0].Collation = canon.Type{Kind: c.kind}, c.collation
+		if p := buildPlan(tbl, ss, ts, 0, discardLog()); p.src.ByteOrder[0] != c.want {
+			t.Errorf("%s key (%q) in a text column: byte order %v, want %v", c.kind, c.collation, p.src.ByteOrder[0], c.want)
+		}
+	}
+	// The source's own shape is left as it was.
+	if ss.Columns[1].Canon.DoubleNumbers {
+		t.Error("buildPlan changed the source's shape")
+	}
+}
+
+func TestByteOrderIndex(t *testing.T) {
+	key := []Column{{Name: "Code", Collation: "libc en_US.UTF-8/en_US.UTF-8"}, {Name: "mood"}, {Name: "n"}}
+	tbl := TableName{Schema: "s", Name: "t"}
+	if got, want := byteOrderIndex(tbl, key, []bool{true, true, false}), `CREATE INDEX ON "s"."t" ("Code" COLLATE "C", (("mood")::text COLLATE "C"), "n")`; got != want {
+		t.Errorf("byteOrderIndex = %s, want %s", got, want)
+	}
+	if got, want := byteOrderIndex(tbl, key, nil), `CREATE INDEX ON "s"."t" ("Code", "mood", "n")`; got != want {
+		t.Errorf("byteOrderIndex = %s, want %s", got, want)
 	}
 }

@@ -3,19 +3,25 @@
 //
 // # What is compared
 //
+// Values in canonical form (package schema/canon): one text per value of a
+// source column's type, whatever each side stores it as, so the same
+// comparison serves a PostgreSQL and a MySQL target. A row is the md5 of the
+// record text of its canonical values; a set of rows is its count and the
+// sums of its rows' hashes (canon.Checksum), which does not depend on the
+// order the rows are read in.
+//
 // A table with a replica identity key (REPLICA IDENTITY DEFAULT with a primary
 // key, or USING INDEX) is split into chunks by key range, (k0, k1], (k1, k2], …,
 // planned on the source: each boundary is the key of the n-th row after the
-// previous one (ChunkRows). Each chunk is one query on each server counting its
-// rows and computing an ordered checksum: md5 over the md5 of every row's text,
-// concatenated in key order. A chunk that differs is then read row by row (key
-// and row hash) on both sides, which names the keys missing on the target,
-// extra on the target, and changed.
+// previous one (ChunkRows). Each chunk is counted and checksummed on each
+// side: by the server where it can compute the canonical forms (PostgreSQL:
+// sink.VerifyChecksums), else from its rows read here. A chunk that differs is
+// then read row by row on both sides, which names the keys missing on the
+// target, extra on the target, and changed.
 //
 // A table without a key (REPLICA IDENTITY FULL or NOTHING, or DEFAULT without a
-// primary key) is one chunk, the whole table, with an order-independent
-// checksum: the sums of the rows' md5 hashes, taken as two 64-bit halves. It
-// counts duplicate rows as often as they occur.
+// primary key) is one chunk, the whole table. Its checksum counts duplicate
+// rows as often as they occur.
 //
 // Both sides compare the source's published columns, by name, in the source's
 // order; a published column the target lacks is reported, the others are still
@@ -38,18 +44,16 @@
 // Config.Rechecks rounds are reported as a difference, counted as unsettled. A
 // target nobody applies to (after migrate) is compared at once, with no waiting.
 //
-// # Other targets
+// # The sides
 //
 // The comparison needs of each server a Side: count and checksum a key range,
-// list its rows' hashes, describe a table. PostgreSQL is both sides here
-// (postgres.go, all its SQL). A MySQL target adds a Side whose checksum is
-// computed over the same canonical row text, with the source side rendering
-// each value as the MySQL mapping stores it; the planning and re-checks stay.
+// list its rows' hashes, describe a table. The source is PostgreSQL
+// (NewPostgresSource, package internal/pgverify); the target is whatever
+// sink implements sink.Verifier (NewTarget).
 package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -59,6 +63,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgrelay/pgrelay/internal/pgquote"
+	"github.com/pgrelay/pgrelay/internal/pgverify"
+	"github.com/pgrelay/pgrelay/schema/canon"
+	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -80,9 +87,7 @@ const (
 )
 
 // TableName is a schema-qualified table name, unquoted.
-type TableName struct{ Schema, Name string }
-
-func (n TableName) String() string { return n.Schema + "." + n.Name }
+type TableName = sink.VerifyName
 
 // Table is one replicated table to compare.
 type Table struct {
@@ -96,70 +101,17 @@ type Table struct {
 }
 
 // Shape is a table as one server's catalog describes it.
-type Shape struct {
-	Name TableName
-	// Identity is the replica identity (d, i, f, n).
-	Identity byte
-	Columns  []Column
-	// Key are the replica identity key columns in index order; empty when the
-	// table has none (FULL, NOTHING, DEFAULT without a primary key).
-	Key []string
-	// Indexes are the columns of each valid index, in index order (an
-	// expression column is "").
-	Indexes [][]string
-	// EstimatedRows is the planner's estimate (0 when never analyzed).
-	EstimatedRows int64
-	// Partitioned marks a partitioned table, whose rows are its partitions'.
-	Partitioned bool
-}
+type Shape = sink.VerifyShape
 
 // Column is one column of a Shape.
-type Column struct {
-	Name    string
-	Type    string // the server's format_type
-	TypeOID uint32
-	// Collation names the effective collation (provider and locale) of a
-	// collatable column, "" otherwise.
-	Collation string
-}
-
-func (s *Shape) column(name string) *Column {
-	for i := range s.Columns {
-		if s.Columns[i].Name == name {
-			return &s.Columns[i]
-		}
-	}
-	return nil
-}
+type Column = sink.VerifyColumn
 
 // SideTable is one side's half of a table comparison: what to read, in the
 // order both sides agree on.
-type SideTable struct {
-	Name TableName
-	// Columns are hashed in this order (the same names on both sides).
-	Columns []Column
-	// Key are the key columns in key order; empty: the whole table is one chunk.
-	Key []Column
-	// ByteOrder marks key columns compared in byte order (COLLATE "C")
-	// because their collations differ between the servers.
-	ByteOrder []bool
-	// Partitioned reads the table with its partitions; otherwise the table
-	// alone (ONLY: without inheritance children, published as tables of
-	// their own).
-	Partitioned bool
-	// Filter is an SQL condition the rows read must meet, "" for all rows.
-	Filter string
-}
+type SideTable = sink.VerifyTable
 
 // Summary is one side's count and checksum of a range.
-type Summary struct {
-	Rows     int64
-	Checksum string
-	// Position is, on the source, its WAL position read after the rows (every
-	// transaction they show ends at or before it); on the target, the source
-	// position it had applied in the snapshot the rows were read from.
-	Position source.LSN
-}
+type Summary = sink.VerifySummary
 
 // RowSet is one side's rows of a range: each key's row hash.
 type RowSet struct {
@@ -388,7 +340,7 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 		tgt: &SideTable{Name: t.Target, Partitioned: ts.Partitioned}}
 	p.result = TableResult{Table: t.Source, Target: t.Target}
 	for _, name := range t.Columns {
-		sc, tc := ss.column(name), ts.column(name)
+		sc, tc := ss.Column(name), ts.Column(name)
 		if sc == nil {
 			continue // dropped on the source since the publication was read
 		}
@@ -396,39 +348,46 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 			p.result.MissingColumns = append(p.result.MissingColumns, name)
 			continue
 		}
-		p.src.Columns = append(p.src.Columns, *sc)
-		p.tgt.Columns = append(p.tgt.Columns, *tc)
+		sc2, tc2 := compareAs(*sc, *tc)
+		p.src.Columns = append(p.src.Columns, sc2)
+		p.tgt.Columns = append(p.tgt.Columns, tc2)
 	}
 	keyed := len(ss.Key) > 0 && (ss.Identity == 'd' || ss.Identity == 'i')
 	for _, name := range ss.Key {
-		if ts.column(name) == nil {
+		if ts.Column(name) == nil {
 			keyed = false // reported as a missing column; compare the table whole
 		}
 	}
 	if keyed {
 		var byteOrder []string
+		textOrder := false // the target orders some key column as text: its own index serves that
 		for _, name := range ss.Key {
-			sc, tc := ss.column(name), ts.column(name)
-			// Byte order where both sides collate and disagree; COLLATE on a
-			// side whose type does not collate would be an error.
-			bo := sc.Collation != "" && tc.Collation != "" && sc.Collation != tc.Collation
-			p.src.Key = append(p.src.Key, *sc)
-			p.tgt.Key = append(p.tgt.Key, *tc)
+			sc, tc := compareAs(*ss.Column(name), *ts.Column(name))
+			// Byte order where both sides collate and disagree (COLLATE on a
+			// side whose type does not collate would be an error), or where
+			// the target orders as text what the source orders otherwise.
+			bo := sc.Collation != "" && tc.Collation != "" && sc.Collation != tc.Collation || tc.TextOrder && !ordersAsText(sc.Canon.Kind)
+			p.src.Key = append(p.src.Key, sc)
+			p.tgt.Key = append(p.tgt.Key, tc)
 			p.src.ByteOrder = append(p.src.ByteOrder, bo)
 			p.tgt.ByteOrder = append(p.tgt.ByteOrder, bo)
 			if bo {
 				byteOrder = append(byteOrder, fmt.Sprintf("%s (%s on the source, %s on the target)", name, orNone(sc.Collation), orNone(tc.Collation)))
 			}
+			textOrder = textOrder || tc.TextOrder && bo
 		}
 		p.result.Key = slices.Clone(ss.Key)
 		if len(byteOrder) > 0 {
 			p.result.ByteOrder = true
-			log.Warn("key columns sort differently on the source and the target: comparing key ranges in byte order, which the key index cannot serve (each chunk scans the table); for speed, create an index in byte order on both",
-				"table", t.Source.String(), "columns", strings.Join(byteOrder, "; "),
-				"fix", byteOrderIndex(t.Source, ss.Key, p.src.ByteOrder)+"; and the same on the target table "+t.Target.String())
+			fix := byteOrderIndex(t.Source, p.src.Key, p.src.ByteOrder)
+			if !textOrder {
+				fix += "; and the same on the target table " + t.Target.String()
+			}
+			log.Warn("key columns sort differently on the source and the target: comparing key ranges in byte order, which the key index cannot serve (each chunk scans the table); for speed, create an index in byte order",
+				"table", pgquote.Name(t.Source.Schema, t.Source.Name), "columns", strings.Join(byteOrder, "; "), "fix", fix)
 		} else if !hasIndexPrefix(ts.Indexes, ss.Key) {
 			log.Warn("the target table has no index in the source's key order: each chunk scans the target table",
-				"table", t.Target.String(), "key", strings.Join(ss.Key, ", "), "fix", byteOrderIndex(t.Target, ss.Key, nil))
+				"table", pgquote.Name(t.Target.Schema, t.Target.Name), "key", strings.Join(ss.Key, ", "), "fix", byteOrderIndex(t.Target, p.tgt.Key, nil))
 		}
 	}
 	p.rows = chunkRows
@@ -436,6 +395,27 @@ func buildPlan(t Table, ss, ts *Shape, chunkRows int64, log *slog.Logger) *plan 
 		p.rows = ChunkRows(ss.EstimatedRows)
 	}
 	return p
+}
+
+// compareAs is how a column pair compares: a target column whose type does
+// not tell its canonical form takes the source column's, and the source
+// column compares JSON numbers as doubles where the target keeps them so.
+func compareAs(sc, tc Column) (Column, Column) {
+	doubles := tc.Canon.DoubleNumbers
+	if tc.Canon.Kind == canon.KindUnknown {
+		tc.Canon = sc.Canon
+	}
+	if doubles {
+		sc.Canon.DoubleNumbers, tc.Canon.DoubleNumbers = true, true
+	}
+	return sc, tc
+}
+
+// ordersAsText reports whether a source column of kind k orders as the
+// bytes of its canonical text (text and char in their collation, which the
+// collations decide; uuid's bytes as its hex).
+func ordersAsText(k canon.Kind) bool {
+	return k == canon.KindText || k == canon.KindChar || k == canon.KindUUID
 }
 
 func orNone(collation string) string {
@@ -446,12 +426,17 @@ func orNone(collation string) string {
 }
 
 // byteOrderIndex is the CREATE INDEX that serves key ranges of table in the
-// comparison's order.
-func byteOrderIndex(table TableName, key []string, byteOrder []bool) string {
+// comparison's order: a collatable column in COLLATE "C", another in byte
+// order as its text (pgverify's text order).
+func byteOrderIndex(table TableName, key []Column, byteOrder []bool) string {
 	cols := make([]string, len(key))
 	for i, k := range key {
-		cols[i] = pgquote.Ident(k)
-		if byteOrder != nil && byteOrder[i] {
+		cols[i] = pgquote.Ident(k.Name)
+		switch {
+		case byteOrder == nil || !byteOrder[i]:
+		case k.Collation == "":
+			cols[i] = "((" + cols[i] + `)::text COLLATE "C")`
+		default:
 			cols[i] += ` COLLATE "C"`
 		}
 	}
@@ -471,9 +456,9 @@ func hasIndexPrefix(indexes [][]string, key []string) bool {
 func (c *comparer) table(ctx context.Context, p *plan) error {
 	start := time.Now()
 	res := &p.result
-	log := c.cfg.Log.With("table", p.table.Source.String())
+	log := c.cfg.Log.With("table", pgquote.Name(p.table.Source.Schema, p.table.Source.Name))
 	if p.table.Target != p.table.Source {
-		log = log.With("target_table", p.table.Target.String())
+		log = log.With("target_table", pgquote.Name(p.table.Target.Schema, p.table.Target.Name))
 	}
 	p.log = log
 	if len(p.src.Key) == 0 {
@@ -812,39 +797,7 @@ func (w *waiter) wait(ctx context.Context, want source.LSN) error {
 
 // FormatRange shows r over key columns as a condition one can paste into a
 // WHERE clause: id > '1000' AND id <= '2000', (a, b) > ('x', '1') AND ….
-func FormatRange(key []string, r Range) string {
-	if r.Whole() {
-		return "whole table"
-	}
-	cols := make([]string, len(key))
-	for i, k := range key {
-		cols[i] = pgquote.Ident(k)
-	}
-	lhs := strings.Join(cols, ", ")
-	if len(cols) > 1 {
-		lhs = "(" + lhs + ")"
-	}
-	var parts []string
-	if r.From != nil {
-		parts = append(parts, lhs+" > "+formatKey(r.From))
-	}
-	if r.To != nil {
-		parts = append(parts, lhs+" <= "+formatKey(r.To))
-	}
-	return strings.Join(parts, " AND ")
-}
-
-// formatKey shows a key as SQL literals: '42', ('x', '1').
-func formatKey(k Key) string {
-	lits := make([]string, len(k))
-	for i, v := range k {
-		lits[i] = pgquote.Literal(v)
-	}
-	if len(lits) == 1 {
-		return lits[0]
-	}
-	return "(" + strings.Join(lits, ", ") + ")"
-}
+func FormatRange(key []string, r Range) string { return pgverify.FormatRange(key, r) }
 
 // FormatKey shows a key for people: 42, (x, 1).
 func FormatKey(k Key) string {
@@ -853,6 +806,3 @@ func FormatKey(k Key) string {
 	}
 	return "(" + strings.Join(k, ", ") + ")"
 }
-
-// errNoKey is returned by a Side asked for key ranges of a keyless table.
-var errNoKey = errors.New("verify: the table has no key to range over")

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -69,6 +70,13 @@ var settingDefaults = []struct{ key, def string }{
 	{keyVerifyWait, "30s"},
 	{keySpillDir, ""},
 	{keyPubCheck, "1m"},
+	{keyWebhookURL, ""},
+	{keyWebhookSecret, ""},
+	{keyWebhookFormat, "json"},
+	{keyWebhookRepeat, "10m"},
+	{keyLagAlert, ""},
+	{keySlotWALAlert, "80%"},
+	{keyPreparedAlert, "10m"},
 }
 
 // envName is the environment variable that sets key.
@@ -115,6 +123,8 @@ type Config struct {
 	// publishes of each copied table with what was copied
 	// (PGRELAY_PUBLICATION_CHECK_INTERVAL; 0 = only at start).
 	PublicationCheck time.Duration
+	// Notify holds the webhook and alert settings (config_notify.go).
+	Notify notifySettings
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -179,14 +189,149 @@ func readConfigFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("PGRELAY_CONFIG=%q: %w", path, err)
 	}
 	out := make(map[string]any)
-	for _, k := range f.AllKeys() {
-		key := strings.TrimPrefix(strings.ToLower(k), strings.ToLower(envPrefix)+"_")
-		if !isSetting(key) {
-			return nil, fmt.Errorf("config file %s has unknown setting %q; known settings are %s", path, k, knownSettings())
+	var errs []error
+	bad := map[string]bool{} // keys already reported
+	report := func(k string, val any) {
+		if !bad[k] {
+			bad[k] = true
+			errs = append(errs, fileTypeError(path, k, val))
 		}
-		out[key] = f.Get(k)
 	}
-	return out, nil
+	// A map holds no keys viper lists (publication: {}) or only nested ones
+	// (log_level.x): each setting is looked up by its own name too.
+	for _, s := range settingDefaults {
+		for _, k := range []string{s.key, strings.ToLower(envPrefix) + "_" + s.key} {
+			if m, ok := f.Get(k).(map[string]any); ok && f.InConfig(k) {
+				report(k, m)
+			}
+		}
+	}
+	for _, k := range f.AllKeys() {
+		top, _, nested := strings.Cut(k, ".")
+		key := strings.TrimPrefix(strings.ToLower(top), strings.ToLower(envPrefix)+"_")
+		switch {
+		case isSetting(key) && nested:
+			report(top, f.Get(top))
+		case !isSetting(key):
+			return nil, fmt.Errorf("config file %s has unknown setting %q; known settings are %s", path, k, knownSettings())
+		case !fileValueFits(key, f.Get(k)):
+			report(k, f.Get(k))
+		default:
+			out[key] = f.Get(k)
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return out, nil
+	case 1:
+		return nil, errs[0]
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return nil, settingErrors(errs)
+}
+
+// settingKind is the kind of value a setting takes in a config file.
+type settingKind int
+
+const (
+	textSetting     settingKind = iota // a string
+	listSetting                        // a comma list, or a list of strings
+	boolSetting                        // true or false, also as a string, 1 or 0
+	numberSetting                      // a whole number, also as a string
+	durationSetting                    // a duration string (0 also as a number)
+)
+
+// settingTypes says what each setting takes in a config file; a setting not
+// listed takes a string.
+var settingTypes = map[string]struct {
+	kind    settingKind
+	expects string
+}{
+	keySourceURL:      {textSetting, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"},
+	keyTargetURL:      {textSetting, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"},
+	keySlot:           {textSetting, "a slot name of 1 to 63 characters from a-z, 0-9 and _"},
+	keyPublication:    {textSetting, "a publication name of 1 to 63 characters from a-z, 0-9 and _"},
+	keyTables:         {listSetting, "schema.table names, as a comma list or a list of strings"},
+	keySnapshot:       {textSetting, "auto, always or never"},
+	keyTwoPhase:       {textSetting, "auto, on or off"},
+	keyStreaming:      {textSetting, "auto, on, off or parallel"},
+	keyLogFormat:      {textSetting, "text or json"},
+	keyLogLevel:       {textSetting, "debug, info, warn or error"},
+	keyMetricsAddr:    {textSetting, "host:port, e.g. 127.0.0.1:9187 or :9187"},
+	keyStatusInterval: {durationSetting, "a duration between 100ms and 1h, e.g. 10s"},
+	keyTailBinary:     {boolSetting, "true or false"},
+	keyCopyWorkers:    {numberSetting, "a number of workers from 0 (one per CPU) to 256"},
+	keyKeepOrder:      {boolSetting, "true or false"},
+	keyVerifyChunk:    {numberSetting, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"},
+	keyVerifyWait:     {durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
+	keySpillDir:       {textSetting, "a directory path"},
+	keyPubCheck:       {durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
+	keyWebhookURL:     {listSetting, "http(s) URLs, as a comma list or a list of strings"},
+	keyWebhookSecret:  {textSetting, "the HMAC key the webhook signature is made with"},
+	keyWebhookFormat:  {textSetting, "json or slack"},
+	keyWebhookRepeat:  {durationSetting, "a duration from 10s to 24h, e.g. 10m"},
+	keyLagAlert:       {numberSetting, "a size such as 1GB or a duration such as 5m"},
+	keySlotWALAlert:   {numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
+	keyPreparedAlert:  {durationSetting, "a duration, e.g. 10m"},
+}
+
+// fileValueFits tells whether a config file's value val can be read as
+// setting key: a value of another kind would otherwise be read as empty, and
+// the setting silently take its default.
+func fileValueFits(key string, val any) bool {
+	kind := settingTypes[key].kind
+	switch v := val.(type) {
+	case string:
+		return true
+	case bool:
+		return kind == boolSetting
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return kind == boolSetting || kind == numberSetting || kind == durationSetting
+	case []any:
+		return kind == listSetting && !slices.ContainsFunc(v, func(e any) bool { _, ok := e.(string); return !ok })
+	case []string:
+		return kind == listSetting
+	}
+	return false // null, a map, a date
+}
+
+// fileTypeError is the error of config file path's value val for key (as
+// written there): what the setting expects and what it got, never the
+// value itself beyond a boolean or a number (a URL's password).
+func fileTypeError(path, key string, val any) error {
+	name := strings.TrimPrefix(strings.ToLower(key), strings.ToLower(envPrefix)+"_")
+	if name != strings.ToLower(key) {
+		key = envName(name) // viper folds the case: PGRELAY_SLOT is read as pgrelay_slot
+	}
+	expects := settingTypes[name].expects
+	if expects == "" {
+		expects = "a string"
+	}
+	var got string
+	switch v := val.(type) {
+	case nil:
+		return fmt.Errorf("config file %s: %s has no value (null): set it to %s, or leave it out for the default", path, key, expects)
+	case bool:
+		got = fmt.Sprintf("a boolean (%t)", v)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		got = fmt.Sprintf("a number (%v)", v)
+		if settingTypes[name].kind == textSetting {
+			got += "; put it in quotes if it is meant as text"
+		}
+	case []any, []string:
+		got = "a list"
+		if settingTypes[name].kind == listSetting {
+			got = "a list with an entry that is not a string"
+		}
+	case map[string]any:
+		got = "a map"
+	default:
+		got = "a value of another kind"
+		if t := fmt.Sprintf("%T", v); strings.Contains(t, "Date") || strings.Contains(t, "Time") {
+			got = "a date or time"
+		}
+	}
+	return fmt.Errorf("config file %s: %s: expected %s, got %s", path, key, expects, got)
 }
 
 // scriptVariables are PGRELAY_* variables of the project's scripts and tests
@@ -255,6 +400,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawVerifyChunk:    v.GetString(keyVerifyChunk),
 		rawVerifyWait:     v.GetString(keyVerifyWait),
 		rawPubCheck:       v.GetString(keyPubCheck),
+		Notify:            loadNotifySettings(v),
 	}, nil
 }
 
@@ -423,6 +569,7 @@ func (c *Config) Validate(n need) error {
 		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 1s to 24h, e.g. 1m, or 0s to check only at start", envName(keyPubCheck), c.rawPubCheck))
 	}
 	c.PublicationCheck = d
+	errs = append(errs, c.Notify.validate()...)
 	switch len(errs) {
 	case 0:
 		return nil
@@ -527,7 +674,7 @@ func checkSourceURL(s string) error {
 			return fmt.Errorf("%s=%q: expected a postgres:// or postgresql:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
 		}
 		if _, err := url.Parse(s); err != nil {
-			return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), urlErrReason(err))
+			return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. postgres://user@host:5432/db", name, redactURL(s), urlErrReason(s, err))
 		}
 	} else if !strings.Contains(s, "=") {
 		return fmt.Errorf("%s=%q: expected a postgres:// URL or key=value settings, e.g. postgres://user@host:5432/db", name, redactURL(s))
@@ -559,7 +706,7 @@ func checkTargetURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. %s://user@host/db", name, redactURL(s), urlErrReason(err), scheme)
+		return fmt.Errorf("%s=%q is not a valid URL (%s): expected e.g. %s://user@host/db", name, redactURL(s), urlErrReason(s, err), scheme)
 	}
 	if u.Host == "" && scheme == "mysql" {
 		return fmt.Errorf("%s=%q has no host: expected mysql://user:pass@host:port/db", name, redactURL(s))
@@ -584,13 +731,17 @@ func checkConnString(name, s string, syntax func(reason string) error) error {
 	}
 	var pce *pgconn.ParseConfigError
 	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
-		return fmt.Errorf("%s=%q: %v", name, redactURL(s), err)
+		return fmt.Errorf("%s=%q: %v", name, redactURL(s), redact.New(s).Err(err))
 	}
+	// pgx's reason is its inner error, or else what follows the connection
+	// string its message quotes (redacted only in part).
 	reason := "cannot be parsed"
-	if pce.Unwrap() != nil {
-		reason = pce.Unwrap().Error()
+	if inner := pce.Unwrap(); inner != nil {
+		reason = inner.Error()
+	} else if text := pce.Error(); strings.LastIndex(text, "`: ") >= 0 {
+		reason = text[strings.LastIndex(text, "`: ")+3:]
 	}
-	return syntax(redactSecrets(reason, passwordOf(s)))
+	return syntax(redact.New(s).String(reason))
 }
 
 // notValidConnString is the error of a PostgreSQL URL pgx cannot parse.
@@ -600,12 +751,13 @@ func notValidConnString(name, s string) func(reason string) error {
 	}
 }
 
-// urlErrReason is the reason of a url.Parse error without the URL itself, which
-// would carry the password.
-func urlErrReason(err error) string {
+// urlErrReason is the reason url.Parse gave for s without the URL itself, and
+// without the pieces of its secrets the reason quotes ("invalid port
+// \":pa\" after host" of a password with a '/').
+func urlErrReason(s string, err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		return redact.New(s).String(ue.Err.Error())
 	}
 	return "malformed"
 }

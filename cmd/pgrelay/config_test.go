@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // clearEnv unsets every PGRELAY_* variable for the test (t.Setenv restores them).
@@ -247,7 +249,7 @@ func TestConfigFileUnknownKey(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_CONFIG", path)
 	_, err := loadValidated(t, needSource)
-	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval`
+	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval, webhook_url, webhook_secret, webhook_format, webhook_repeat, lag_alert, slot_wal_alert, prepared_alert`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
@@ -275,22 +277,6 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-func TestPasswordOf(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"postgres://user:secret@host/db", "secret"},
-		{"postgres://user:s%40cret@host/db", "s@cret"},
-		{"postgres://host/db?password=qsecret", "qsecret"},
-		{"host=h password=secret", "secret"},
-		{"host=h password='se cr\\'et'", "se cr'et"},
-		{"host=h", ""},
-	}
-	for _, tc := range cases {
-		if got := passwordOf(tc.in); got != tc.want {
-			t.Errorf("passwordOf(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // Passwords never reach stderr: neither in a configuration error nor in a log
 // line carrying a driver error that echoed it.
 func TestRunNeverPrintsPassword(t *testing.T) {
@@ -313,13 +299,13 @@ func TestRunNeverPrintsPassword(t *testing.T) {
 	}
 
 	var logBuf bytes.Buffer
-	log := newLogger(&logBuf, "json", "info", []string{"hunter22"})
+	log := newLogger(&logBuf, "json", "info", redact.New("postgres://u:hunter22@h/db"))
 	log.Info("connect failed: password hunter22 rejected", "url", "postgres://u:hunter22@h/db", "err", errString("auth hunter22"))
 	if strings.Contains(logBuf.String(), "hunter22") || !strings.Contains(logBuf.String(), "xxxxx") {
 		t.Fatalf("log line leaks or lost its text: %s", logBuf.String())
 	}
 	stderr.Reset()
-	printError(&stderr, errString("dial postgres://u:hunter22@h/db failed\nsecond line"), []string{"hunter22"})
+	printError(&stderr, errString("dial postgres://u:hunter22@h/db failed\nsecond line"), redact.New("postgres://u:hunter22@h/db"))
 	if got, want := stderr.String(), "pgrelay: dial postgres://u:xxxxx@h/db failed; second line\n"; got != want {
 		t.Fatalf("printError %q, want %q", got, want)
 	}
@@ -420,6 +406,83 @@ func TestSocketHostURL(t *testing.T) {
 	} {
 		if got := socketHostURL(c.in); got != c.want {
 			t.Errorf("socketHostURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// A config file value of a kind a setting cannot take (a list, a map, null,
+// a boolean or a number where text is expected, a date) is one line naming
+// the key and what it expects, exit 2, for every setting in every format:
+// never the default in its place.
+func TestConfigFileWrongTypes(t *testing.T) {
+	type value struct{ name, yaml, json, toml string }
+	values := []value{
+		{"list", "[a, b]", `["a", "b"]`, `["a", "b"]`},
+		{"list of numbers", "[1, 2]", `[1, 2]`, `[1, 2]`},
+		{"empty map", "{}", `{}`, `{}`},
+		{"map", "{x: 1}", `{"x": 1}`, `{x = 1}`},
+		{"null", "null", `null`, ""},
+		{"empty", "", "", ""},
+		{"boolean", "true", `true`, `true`},
+		{"number", "12", `12`, `12`},
+		{"float", "1.5", `1.5`, `1.5`},
+		{"date", "", "", `1979-05-27`},
+	}
+	// What a setting may take besides a string.
+	fits := func(key, value string) bool {
+		switch settingTypes[key].kind {
+		case listSetting:
+			return value == "list"
+		case boolSetting:
+			return value == "boolean" || value == "number" || value == "float"
+		case numberSetting, durationSetting:
+			return value == "number" || value == "float"
+		}
+		return false
+	}
+	dir := t.TempDir()
+	for _, s := range settingDefaults {
+		if _, ok := settingTypes[s.key]; !ok {
+			t.Errorf("setting %s has no entry in settingTypes", s.key)
+		}
+		for _, v := range values {
+			if fits(s.key, v.name) {
+				continue
+			}
+			for _, key := range []string{s.key, envName(s.key)} {
+				files := map[string]string{}
+				if v.yaml != "" || v.name == "empty" {
+					files["yaml"] = key + ": " + v.yaml + "\n"
+				}
+				if v.json != "" {
+					files["json"] = `{"` + key + `": ` + v.json + "}"
+				}
+				if v.toml != "" {
+					files["toml"] = key + " = " + v.toml + "\n"
+				}
+				for ext, body := range files {
+					path := filepath.Join(dir, "c."+ext)
+					if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					clearEnv(t)
+					env := map[string]string{"PGRELAY_CONFIG": path, "PGRELAY_SOURCE_URL": "postgres://u@127.0.0.1:1/db", "PGRELAY_TARGET_URL": "postgres://u@127.0.0.1:1/db"}
+					if s.key == keySourceURL || s.key == keyTargetURL {
+						delete(env, envName(s.key)) // the environment wins over the file
+					}
+					for k, val := range env {
+						t.Setenv(k, val)
+					}
+					lookup := func(k string) (string, bool) { val, ok := env[k]; return val, ok }
+					var stdout, stderr bytes.Buffer
+					code := run(context.Background(), []string{"status"}, lookup, &stdout, &stderr)
+					msg := stderr.String()
+					if code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, key) ||
+						!strings.Contains(msg, "expected "+settingTypes[s.key].expects) && !strings.Contains(msg, "set it to "+settingTypes[s.key].expects) {
+						t.Errorf("%s %s in %s (%q): exit %d, stderr %q; want exit 2 with one line naming %s and what it expects", key, v.name, ext, body, code, msg, key)
+					}
+				}
+			}
 		}
 	}
 }

@@ -16,6 +16,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -35,6 +38,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	mon    *monitor // replicate and migrate: what /metrics and /healthz show
+	// red hides the secrets of the configuration in what pgrelay prints or
+	// sends anywhere (errors and log lines pass through it already).
+	red *redact.Redactor
 }
 
 // command is one pgrelay subcommand.
@@ -46,6 +52,18 @@ type command struct {
 	// failExit is the exit code of an error (exitFailure when 0); an error
 	// with an ExitCode method chooses its own.
 	failExit int
+}
+
+// commandTimeouts bound the connections of the commands that must end by
+// themselves (a frozen server must not hang them), where the URLs do not set
+// their own: status and teardown wait for neither a connection nor a
+// statement for ever; verify (whose chunk checksums may take long) and tail
+// (which streams) only for a connection.
+var commandTimeouts = map[string]pgconnstr.Timeouts{
+	"status":   {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
+	"teardown": {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
+	"verify":   {Connect: pgconnstr.DefaultConnectTimeout},
+	"tail":     {Connect: pgconnstr.DefaultConnectTimeout},
 }
 
 // commands lists the implemented subcommands.
@@ -137,7 +155,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return exitOK
 	case "version", "--version":
 		if len(args) > 1 {
-			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", args[1])
+			fmt.Fprintf(stderr, "pgrelay: version takes no arguments, got %q\n", redact.ConnString(args[1]))
 			return exitUsage
 		}
 		fmt.Fprintf(stdout, "pgrelay %s\n", buildVersion())
@@ -145,7 +163,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", name)
+		fmt.Fprintf(stderr, "pgrelay: unknown command %q\n", redact.ConnString(name))
 		usage(stderr)
 		return exitUsage
 	}
@@ -159,7 +177,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			if len(cmd.options) > 0 {
 				takes = "takes only " + strings.Join(cmd.options, ", ")
 			}
-			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, a)
+			fmt.Fprintf(stderr, "pgrelay: %s %s, got %q: settings come from PGRELAY_* environment variables\n", name, takes, redact.ConnString(a))
 			return exitUsage
 		}
 	}
@@ -168,20 +186,20 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err == nil {
 		err = cfg.Validate(cmd.needs)
 	}
-	var secrets []string
-	if cfg != nil {
-		secrets = []string{passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL)}
-	}
+	red := newRedactor(lookupEnv, cfg)
 	if err == nil && cmd.needs&needTarget != 0 && strings.HasPrefix(strings.ToLower(cfg.TargetURL), "mysql://") {
 		err = fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
 	}
 	if err != nil {
-		printError(stderr, err, secrets)
+		printError(stderr, err, red)
 		return exitUsage
 	}
+	cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
+	cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
 	e := &env{
 		cfg:    cfg,
-		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, secrets),
+		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red),
+		red:    red,
 		stdout: stdout,
 		stderr: stderr,
 	}
@@ -189,7 +207,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err == nil {
 		return exitOK
 	}
-	printError(stderr, err, secrets)
+	printError(stderr, err, red)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -204,10 +222,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return exitFailure
 }
 
-// printError writes err as the single line "pgrelay: <error>".
-func printError(w io.Writer, err error, secrets []string) {
+// printError writes err as the single line "pgrelay: <error>", its secrets
+// hidden by red.
+func printError(w io.Writer, err error, red *redact.Redactor) {
 	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-	fmt.Fprintf(w, "pgrelay: %s\n", redactSecrets(msg, secrets...))
+	fmt.Fprintf(w, "pgrelay: %s\n", red.String(msg))
 }
 
 func usage(w io.Writer) {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgrelay/pgrelay/apply"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -33,6 +34,7 @@ type monitor struct {
 	base     atomic.Pointer[postgres.Stats]
 	lastErr  atomic.Pointer[string]
 	streamOK atomic.Bool
+	red      *redact.Redactor // hides secrets in the last error /healthz shows
 }
 
 func newMonitor() *monitor {
@@ -125,7 +127,7 @@ func (m *monitor) healthz(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
 	if e := m.lastErr.Load(); e != nil {
-		fmt.Fprintf(w, "not streaming: last error: %s\n", *e)
+		fmt.Fprintf(w, "not streaming: last error: %s\n", m.red.String(*e))
 		return
 	}
 	fmt.Fprintln(w, "not streaming yet")

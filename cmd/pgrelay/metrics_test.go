@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 func TestHealthzFollowsTheSession(t *testing.T) {
@@ -49,5 +51,17 @@ pgrelay_sessions_total 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pgrelay_sessions_total", "pgrelay_session_failures_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// /healthz shows the last error without the pieces of a password it holds.
+func TestHealthzHidesSecrets(t *testing.T) {
+	m := newMonitor()
+	m.red = redact.New("postgres://relay:p@ssSECRETpart@127.0.0.1:5432/app")
+	m.sessionEnded(errors.New(`source: cannot resolve host "ssSECRETpart@127.0.0.1": no such host`))
+	rec := httptest.NewRecorder()
+	m.healthz(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if body := rec.Body.String(); strings.Contains(body, "SECRET") || !strings.Contains(body, "cannot resolve host") {
+		t.Fatalf("healthz: %q", body)
 	}
 }

@@ -1,92 +1,67 @@
 package main
 
 import (
-	"net/url"
-	"regexp"
+	"bufio"
+	"io"
+	"os"
 	"strings"
+
+	"github.com/pgrelay/pgrelay/apply/notify"
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
-// redacted replaces a password wherever pgrelay prints a connection string.
-const redacted = "xxxxx"
+// redactURL returns the connection string s (any form) with its secrets
+// masked, for quoting in a message.
+func redactURL(s string) string { return redact.ConnString(s) }
 
-var (
-	// kvPassword matches password=... in a key=value connection string, quoted
-	// (with backslash escapes) or not.
-	kvPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)`)
-	// queryPassword matches password=... among URL query parameters.
-	queryPassword = regexp.MustCompile(`(?i)([?&]password=)([^&#]*)`)
-)
-
-// redactURL returns the connection string s (URL or key=value form) with its
-// password replaced. It never fails: when s is too malformed to tell, it errs on
-// the side of hiding more.
-func redactURL(s string) string {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return kvPassword.ReplaceAllString(s, "${1}"+redacted)
-	}
-	head, rest := s[:i+3], s[i+3:]
-	// The password runs from the first ':' of the userinfo to the '@' that ends
-	// it: normally the last '@' of the authority. A password with an unescaped
-	// '/', '?', '#' or '@' makes that ambiguous; then the last '@' anywhere is
-	// taken, hiding too much rather than too little.
-	if firstAt := strings.IndexByte(rest, '@'); firstAt >= 0 {
-		if colon := strings.IndexByte(rest[:firstAt], ':'); colon >= 0 {
-			end := len(rest)
-			if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-				end = j
-			}
-			at := strings.LastIndexByte(rest[:end], '@')
-			if at < 0 || strings.IndexByte(rest[end:], '@') >= 0 {
-				at = strings.LastIndexByte(rest, '@')
-			}
-			if at > colon {
-				rest = rest[:colon+1] + redacted + rest[at:]
+// newRedactor returns the redaction of everything pgrelay prints (errors,
+// log lines): the secrets of the source and target URLs, pieces included,
+// and the passwords pgx takes from the environment. Without a configuration
+// (cfg nil: the config file could not be read) they are taken from the
+// environment's URLs and from every line of the config file.
+func newRedactor(lookupEnv func(string) (string, bool), cfg *Config) *redact.Redactor {
+	var conns, secrets []string
+	if cfg != nil {
+		conns = append(conns, cfg.SourceURL, cfg.TargetURL)
+		secrets = append(secrets, cfg.secrets()...)
+	} else {
+		for _, k := range []string{keySourceURL, keyTargetURL} {
+			if v, ok := lookupEnv(envName(k)); ok {
+				conns = append(conns, v)
 			}
 		}
+		if v, ok := lookupEnv(envName(keyWebhookSecret)); ok {
+			secrets = append(secrets, v)
+		}
+		if v, ok := lookupEnv(envName(keyWebhookURL)); ok {
+			for _, u := range strings.Split(v, ",") {
+				secrets = append(secrets, notify.URLSecrets(strings.TrimSpace(u))...)
+			}
+		}
+		if path, ok := lookupEnv(envPrefix + "_CONFIG"); ok && path != "" {
+			conns = append(conns, fileLines(path)...)
+		}
 	}
-	return head + queryPassword.ReplaceAllString(rest, "${1}"+redacted)
+	for _, k := range []string{"PGPASSWORD", "PGSSLPASSWORD"} {
+		if v, ok := lookupEnv(k); ok {
+			secrets = append(secrets, v)
+		}
+	}
+	return redact.New(conns...).With(secrets...)
 }
 
-// passwordOf extracts the password of a connection string (either form), or "".
-// It feeds redactSecrets, the last line of defence for text pgrelay did not
-// build itself (driver errors).
-func passwordOf(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		if u, err := url.Parse(s); err == nil {
-			if p, ok := u.User.Password(); ok {
-				return p
-			}
-			return u.Query().Get("password")
-		}
-		return ""
+// fileLines reads the lines of the file at path (its first MiB), or none.
+func fileLines(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
 	}
-	m := kvPassword.FindStringSubmatch(s)
-	if m == nil {
-		return ""
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
 	}
-	p := m[2]
-	if strings.HasPrefix(p, "'") {
-		p = strings.TrimSuffix(strings.TrimPrefix(p, "'"), "'")
-		p = strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(p)
-	}
-	return p
-}
-
-// minSecretLen is the shortest password redactSecrets hides by substitution:
-// replacing every "a" of a message would make it unreadable and tell the
-// password anyway.
-const minSecretLen = 4
-
-// redactSecrets replaces every occurrence of each secret in text.
-func redactSecrets(text string, secrets ...string) string {
-	for _, s := range secrets {
-		if len(s) >= minSecretLen {
-			text = strings.ReplaceAll(text, s, redacted)
-			if e := url.QueryEscape(s); e != s {
-				text = strings.ReplaceAll(text, e, redacted)
-			}
-		}
-	}
-	return text
+	return lines
 }

@@ -55,6 +55,7 @@ func runMigrate(ctx context.Context, e *env, _ []string) error   { return relay(
 // busy), until the command is done or told to stop.
 func relay(ctx context.Context, e *env, migrate bool) error {
 	e.mon = newMonitor()
+	e.mon.red = e.red
 	if e.cfg.MetricsAddr != "" {
 		stop, err := serveMetrics(ctx, e.cfg.MetricsAddr, e.mon, e.log)
 		if err != nil {
@@ -71,7 +72,9 @@ func relay(ctx context.Context, e *env, migrate bool) error {
 	for {
 		start := time.Now()
 		e.mon.sessionStarted()
-		err := session(ctx, e, migrate)
+		// A read-only target refused a write: said with the database and
+		// the setting that makes it so, and retried.
+		err := postgres.ExplainReadOnly(ctx, e.cfg.TargetURL, session(ctx, e, migrate))
 		streamed := e.mon.streamOK.Load()
 		e.mon.sessionEnded(err)
 		if streamed {
@@ -239,6 +242,9 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 	if pg, ok := tgt.(*postgres.Sink); ok {
 		e.mon.sink.Store(pg)
 	}
+	if err := postgres.CheckWritable(ctx, conns.lock); err != nil {
+		return err
+	}
 	if err := checkTargetPrivileges(ctx, cfg, srcConn, conns.lock); err != nil {
 		return err
 	}
@@ -256,8 +262,22 @@ func session(ctx context.Context, e *env, migrate bool) (err error) {
 		targetDone <- err
 	}()
 	targetErr := sync.OnceValue(func() error { return <-targetDone })
-	// A publication is created only once the target is ready for the data.
-	pcc.BeforeCreatePublication = func(context.Context) error { return targetErr() }
+	// A publication is created only once the target is ready for the data,
+	// and only when it can help: a slot the target was seeded from cannot
+	// send what was written while its publication was missing.
+	pcc.BeforeCreatePublication = func(ctx context.Context) error {
+		if err := targetErr(); err != nil {
+			return err
+		}
+		if cfg.Snapshot == "always" {
+			return nil
+		}
+		_, seeded, err := tgt.Seed(ctx, cfg.Slot)
+		if err == nil && seeded {
+			err = &source.PublicationDroppedError{Publication: cfg.Publication, Slot: cfg.Slot}
+		}
+		return err
+	}
 	pre, err := source.PreflightOn(ctx, srcConn, conns.replErr, pcc)
 	if err != nil {
 		// A wait for another pgrelay's lock ends with it.

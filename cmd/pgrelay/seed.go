@@ -415,6 +415,7 @@ func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName stri
 	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&snapText); err != nil {
 		return nil, snap, fmt.Errorf("source: read the transaction ids of snapshot %s: %w", snapshotName, err)
 	}
+	s.log.Debug("the copy's snapshot", "snapshot", snapshotName, "txid_snapshot", snapText)
 	snap, err := source.ParseTxidSnapshot(snapText)
 	if err != nil {
 		return nil, snap, err
@@ -767,11 +768,17 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
+	// By OID where the target has it: a name is another table's once the
+	// table copied under it was renamed or dropped.
 	known := map[string]bool{}
-	for _, st := range states {
-		known[st.Schema+"."+st.Name] = true
-	}
 	knownOID := map[uint32]bool{}
+	for _, st := range states {
+		if st.RelationID != 0 {
+			knownOID[st.RelationID] = true
+		} else {
+			known[st.Schema+"."+st.Name] = true
+		}
+	}
 	err = s.withTarget(ctx, func(c *pgx.Conn) error {
 		rows, err := c.Query(ctx, "SELECT schema, name, coalesce(relation_oid, 0) FROM pgrelay.relation WHERE slot = $1 OR slot IS NULL", s.cfg.Slot)
 		if err != nil {
@@ -780,8 +787,11 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 		var sch, name string
 		var oid uint32
 		_, err = pgx.ForEachRow(rows, []any{&sch, &name, &oid}, func() error {
-			known[sch+"."+name] = true
-			knownOID[oid] = true
+			if oid != 0 {
+				knownOID[oid] = true
+			} else {
+				known[sch+"."+name] = true
+			}
 			return nil
 		})
 		return err
@@ -842,8 +852,9 @@ func (s *seeder) allTables(ctx context.Context) (bool, error) {
 }
 
 // checkPublished stops a start when the publication publishes a copied table
-// otherwise than when it was copied: another row filter, or other partitions of
-// a table published through its root. The copied rows then do not match what
+// otherwise than when it was copied: another row filter, other partitions of
+// a table published through its root, or another level of its partition tree
+// (publish_via_partition_root switched). The copied rows then do not match what
 // the publication publishes, and no change in the stream repairs that.
 func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) error {
 	err := publicationUnchanged(ctx, s.srcConn, s.cfg.Publication, s.major, states)
@@ -895,6 +906,11 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 			changed = append(changed, fmt.Sprintf("%s (copied with %s; now %s)", name, was, now))
 		}
 	}
+	changed = append(changed, source.PartitionLevelChanges(published, func(oid uint32, name string) bool {
+		_, byOID := storedOID[oid]
+		_, byName := stored[name]
+		return oid != 0 && byOID || byName
+	})...)
 	if len(changed) == 0 {
 		return nil
 	}

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -68,21 +70,22 @@ type tableState struct {
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"`
 	Copied bool   `json:"copied"`
+	oid    uint32 // the source table's OID, 0 when unknown
 }
 
 // addStreamedTables adds the published tables the snapshot did not copy: those
 // that appeared after it, or all of them with PGRELAY_SNAPSHOT=never. known
-// are the tables the target holds a definition of (pgrelay.relation).
+// are the tables the target holds a definition of (pgrelay.relation), by
+// source OID and, for definitions stored without one, by name.
+//
+// A table is known by its OID where its rows carry one: renamed on the
+// source, it is listed under its current name.
 //
 // While a copy is unfinished (copying is true: in progress, or interrupted,
 // or its slot being created), a published table without a copy state is
 // "pending": the copy, when it goes on, copies it. A target table pgrelay
 // created for it holds no rows yet.
-func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableKey]bool, copying bool, r *statusReport) error {
-	listed := map[tableKey]bool{}
-	for _, t := range r.Tables {
-		listed[tableKey{t.Schema, t.Name}] = true
-	}
+func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known map[tableRef]bool, copying bool, r *statusReport) error {
 	published, err := source.ListPublication(ctx, src, cfg.Publication, 5*time.Second)
 	if source.IsLockTimeout(err) {
 		r.TablesNote = "the published tables not copied by the snapshot could not be listed: " + source.LockedHint
@@ -91,32 +94,51 @@ func addStreamedTables(ctx context.Context, cfg *Config, src *pgx.Conn, known ma
 	if err != nil {
 		return err
 	}
-	publishes := map[tableKey]bool{}
+	publishes := map[tableRef]source.PublishedName{}
 	for _, p := range published {
-		publishes[tableKey{p.Schema, p.Name}] = true
+		publishes[tableRef{oid: p.OID}], publishes[tableRef{key: tableKey{p.Schema, p.Name}}] = p, p
 	}
+	listed := map[tableRef]bool{}
 	for i := range r.Tables {
-		if !publishes[tableKey{r.Tables[i].Schema, r.Tables[i].Name}] {
+		t := &r.Tables[i]
+		p, ok := publishes[t.ref()]
+		if !ok {
 			// Copied once, since dropped from the publication (or the
 			// table dropped): its target rows are no longer kept in step.
-			r.Tables[i].State = "unpublished"
+			t.State = "unpublished"
+		} else if t.oid != 0 {
+			t.Table, t.Schema, t.Name = p.Schema+"."+p.Name, p.Schema, p.Name
 		}
+		listed[t.ref()] = true
 	}
 	for _, p := range published {
-		k := tableKey{p.Schema, p.Name}
-		if listed[k] {
+		byName := tableRef{key: tableKey{p.Schema, p.Name}}
+		if listed[tableRef{oid: p.OID}] || listed[byName] {
 			continue
 		}
 		state := "waiting"
 		switch {
 		case copying:
 			state = sink.TablePending
-		case known[k]:
+		case known[tableRef{oid: p.OID}] || known[byName]:
 			state = "replicated"
 		}
 		r.Tables = append(r.Tables, newTableState(p.Schema, p.Name, state))
 	}
 	return nil
+}
+
+// tableRef is a table by its source OID when known, else by name.
+type tableRef struct {
+	oid uint32
+	key tableKey
+}
+
+func (t *tableState) ref() tableRef {
+	if t.oid != 0 {
+		return tableRef{oid: t.oid}
+	}
+	return tableRef{key: tableKey{t.Schema, t.Name}}
 }
 
 // tableKey names a table by schema and name, which may hold dots.
@@ -128,23 +150,10 @@ func newTableState(schema, name, state string) tableState {
 
 // displayName is schema.name with each part in double quotes when it is not a
 // plain lower-case identifier, as quote_ident does (keywords aside).
-func displayName(schema, name string) string {
-	return displayIdent(schema) + "." + displayIdent(name)
-}
+func displayName(schema, name string) string { return pgquote.Name(schema, name) }
 
-func displayIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
+// displayIdent is one name, quoted as displayName quotes it.
+func displayIdent(s string) string { return pgquote.Name(s) }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
 	asJSON := slices.Contains(args, "--json") // run accepts no other argument
@@ -181,18 +190,23 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 
 	// A target pgrelay never wrote to has no metadata: report it unseeded.
 	var hasMeta bool
-	known := map[tableKey]bool{} // tables the target holds a definition of
+	known := map[tableRef]bool{} // tables the target holds a definition of (addStreamedTables)
 	if err := withTargetConn(ctx, cfg.TargetURL, func(c *pgx.Conn) error {
 		if err := c.QueryRow(ctx, "SELECT to_regclass('pgrelay.progress') IS NOT NULL").Scan(&hasMeta); err != nil || !hasMeta {
 			return err
 		}
-		rows, err := c.Query(ctx, "SELECT schema, name FROM pgrelay.relation")
+		rows, err := c.Query(ctx, "SELECT schema, name, CASE WHEN slot = $1 THEN coalesce(relation_oid::int8, 0) ELSE 0 END FROM pgrelay.relation", cfg.Slot)
 		if err != nil {
 			return fmt.Errorf("read pgrelay.relation: %w", err)
 		}
 		var k tableKey
-		_, err = pgx.ForEachRow(rows, []any{&k.schema, &k.name}, func() error {
-			known[k] = true
+		var oid int64
+		_, err = pgx.ForEachRow(rows, []any{&k.schema, &k.name, &oid}, func() error {
+			if oid != 0 {
+				known[tableRef{oid: uint32(oid)}] = true
+			} else {
+				known[tableRef{key: k}] = true
+			}
 			return nil
 		})
 		return err
@@ -224,15 +238,19 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 		for _, st := range states {
 			ts := newTableState(st.Schema, st.Name, st.State)
-			ts.Rows, ts.Bytes, ts.Copied = st.Rows, st.Bytes, true
+			ts.Rows, ts.Bytes, ts.Copied, ts.oid = st.Rows, st.Bytes, true, st.RelationID
 			r.Tables = append(r.Tables, ts)
 		}
 	}
+	// A slot while the target holds no metadata at all: pgrelay sets the
+	// target up before it creates a slot, so the metadata was dropped since,
+	// or the target URL names another database.
+	metaMissing := r.Slot.Exists && !hasMeta
 	// A slot the target holds no seed for: a first copy stopped between
 	// creating the slot and recording it; the next run copies anew.
-	unrecorded := r.Slot.Exists && !r.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never"
+	unrecorded := r.Slot.Exists && !r.Slot.BeingCreated && !seedFound && cfg.Snapshot != "never" && !metaMissing
 	// A first copy's slot being created: the copy comes next.
-	pending := copying || unrecorded || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
+	pending := copying || unrecorded || metaMissing || r.Slot.BeingCreated && !r.Seeded && cfg.Snapshot != "never"
 	if err := addStreamedTables(ctx, cfg, src, known, pending, &r); err != nil {
 		return err
 	}
@@ -270,7 +288,15 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(r)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	slotLine := "missing"
+	slotLine := "missing: migrate or replicate creates it, and copies the tables"
+	switch {
+	case slot.Exists:
+	case seedFound:
+		// What replicate says (invariant 9), before it is run.
+		slotLine = "MISSING, but the target was seeded from it: the changes since cannot be streamed; run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew"
+	case cfg.Snapshot == "never":
+		slotLine = "missing: migrate or replicate creates it and streams the changes from then on (PGRELAY_SNAPSHOT=never: no copy)"
+	}
 	if slot.Exists {
 		creating := r.Slot.BeingCreated
 		slotLine = fmt.Sprintf("confirmed %s, wal_status %s, two_phase %t", r.Slot.ConfirmedFlushLSN, orDash(slot.WALStatus), slot.TwoPhase)
@@ -283,7 +309,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		case creating:
 			slotLine += fmt.Sprintf(", being created by pid %d (it waits for the transactions open on the source when it started, prepared ones too, to end)", slot.ActivePID)
 		case slot.Active:
-			slotLine += fmt.Sprintf(", streaming to pid %d", slot.ActivePID)
+			client, err := source.ReadSlotClient(ctx, src, slot.ActivePID)
+			if err != nil {
+				return err
+			}
+			slotLine += fmt.Sprintf(", streaming to pid %d (%s)", slot.ActivePID, client)
 		case !r.Seeded && r.SnapshotLSN != "":
 			slotLine += ", idle: streaming starts when the snapshot copy ends"
 		default:
@@ -298,6 +328,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && copying:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (under way, or interrupted: migrate or replicate resumes it)\n")
+		fmt.Fprintf(w, "lag\t-\n")
+	case !applied && metaMissing:
+		fmt.Fprintf(w, "applied\tunknown: the target holds no pgrelay metadata (schema %s) though the slot exists: it was dropped, or %s names another database than pgrelay wrote to; migrate or replicate copies the tables anew under a new slot, into empty or absent target tables\n", postgres.MetadataSchema, envName(keyTargetURL))
 		fmt.Fprintf(w, "lag\t-\n")
 	case !applied && unrecorded:
 		fmt.Fprintf(w, "applied\tnothing yet: the snapshot copy is not finished (it was stopped before it began: migrate or replicate copies the tables under a new slot)\n")
@@ -374,7 +407,7 @@ func connectTo(ctx context.Context, side, url string) (*pgx.Conn, error) {
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, source.DescribeConnectError(side, &cfg.Config, err)
+		return nil, redact.New(url).Err(source.DescribeConnectError(side, &cfg.Config, err))
 	}
 	return c, nil
 }

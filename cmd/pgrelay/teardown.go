@@ -63,7 +63,12 @@ func runTeardown(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if slot.Exists && slot.Active {
-		return fmt.Errorf("slot %q is in use by process %d: stop the pgrelay streaming from it first: %w", cfg.Slot, slot.ActivePID, source.ErrSlotInUse)
+		client, err := source.ReadSlotClient(ctx, src, slot.ActivePID)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("slot %q is in use: a client streams from it through walsender pid %d (%s), most likely another pgrelay replicate or migrate: stop it first, then run teardown again (%s): %w",
+			cfg.Slot, slot.ActivePID, client, client.FindHint(), source.ErrSlotInUse)
 	}
 	// Nothing will finish them once the slot is gone, and they hold locks on
 	// the target's tables and on pgrelay's metadata.

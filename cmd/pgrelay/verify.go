@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pgrelay/pgrelay/apply/verify"
+	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -76,19 +77,25 @@ func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
 		return nil, err
 	}
 	defer srcConn.Close(context.WithoutCancel(ctx))
-	tgtConn, err := connectTo(ctx, "target", cfg.TargetURL)
+	tgtSink, err := openTarget(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer tgtConn.Close(context.WithoutCancel(ctx))
+	defer tgtSink.Close(context.WithoutCancel(ctx))
+	verifier, ok := tgtSink.(sink.Verifier)
+	if !ok {
+		return nil, errors.New("verify: this kind of target cannot be read for a comparison")
+	}
+	sess, err := verifier.OpenVerify(ctx, cfg.Slot)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close(context.WithoutCancel(ctx))
 	src, err := verify.NewPostgresSource(ctx, srcConn)
 	if err != nil {
 		return nil, err
 	}
-	tgt, err := verify.NewPostgresTarget(ctx, tgtConn, cfg.Slot)
-	if err != nil {
-		return nil, err
-	}
+	tgt := verify.NewTarget(sess)
 	if busy, err := tgt.CopyInProgress(ctx); err != nil {
 		return nil, err
 	} else if busy {
@@ -118,7 +125,7 @@ func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
 		}
 		if target != name {
 			e.log.Info("the target table still has the name the source table had before it was renamed: pgrelay renames it with the next change to it",
-				"table", name.String(), "target_table", target.String())
+				"table", displayName(name.Schema, name.Name), "target_table", displayName(target.Schema, target.Name))
 		}
 		tables = append(tables, verify.Table{Source: name, Target: target, Columns: pt.Columns, SourceFilter: pt.RowFilter})
 	}

@@ -299,6 +299,63 @@ func (p *PG) Destroy(t testing.TB) {
 	p.srv.shutdown()
 }
 
+// Freeze stops every process of the dedicated server at once (SIGSTOP to the
+// postmaster and each of its children, which have process groups of their
+// own), as a suspended machine would: connections stay open, new ones are
+// accepted by the kernel, and nothing answers. thaw resumes it, as does the
+// end of the test.
+func (p *PG) Freeze(t testing.TB) (thaw func()) {
+	t.Helper()
+	p.mustBeDedicated(t, "Freeze")
+	p.srv.mu.Lock()
+	proc := p.srv.proc
+	p.srv.mu.Unlock()
+	if proc == nil || proc.exited() {
+		t.Fatalf("harness: Freeze: PostgreSQL %d is not running", p.Major)
+	}
+	postmaster := proc.cmd.Process.Pid
+	if err := syscall.Kill(postmaster, syscall.SIGSTOP); err != nil {
+		t.Fatalf("harness: Freeze: %v", err)
+	}
+	// The postmaster stopped forks no more: its children are all there.
+	pids := append([]int{postmaster}, childPIDs(postmaster)...)
+	for _, pid := range pids[1:] {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	var once sync.Once
+	thaw = func() {
+		once.Do(func() {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		})
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// childPIDs lists the processes whose parent is pid (from /proc).
+func childPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(stat), ')')
+		if f := strings.Fields(string(stat[i+1:])); i >= 0 && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
 // Start starts the stopped dedicated server again, on the same port, and
 // waits until it accepts connections.
 func (p *PG) Start(t testing.TB) {

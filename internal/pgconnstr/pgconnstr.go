@@ -7,7 +7,9 @@
 // hostaddr, fallback_application_name and the keepalives settings do what
 // libpq does with them, and the libpq settings that cannot be honoured are
 // refused with an error that names them. Sessions are named "pgrelay" unless
-// the string names them.
+// the string names them. WithTimeouts bounds a short-lived command's
+// connections, and a session that starts with a statement_timeout stops
+// waiting for a server that answers nothing for longer (timeouts.go).
 package pgconnstr
 
 import (
@@ -113,6 +115,7 @@ func fix(cfg *pgconn.Config) (map[string]string, error) {
 	if err := keepalives(cfg); err != nil {
 		return nil, err
 	}
+	watchReplies(cfg)
 	v, ok := p["hostaddr"]
 	if !ok {
 		return nil, nil

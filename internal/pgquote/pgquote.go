@@ -31,3 +31,29 @@ func Literal(s string) string {
 func CommandLiteral(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''") + "'"
 }
+
+// Name writes a qualified name (schema.table, schema.table.column) for a
+// person to read, as quote_ident would (keywords aside): each part as it is
+// when it is a plain lower-case identifier, double-quoted otherwise, so
+// that public."a.b,c" cannot be read as three names.
+func Name(parts ...string) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = displayIdent(p)
+	}
+	return strings.Join(out, ".")
+}
+
+func displayIdent(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return Ident(s)
+}

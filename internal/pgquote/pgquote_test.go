@@ -45,3 +45,20 @@ func TestCommandLiteral(t *testing.T) {
 		}
 	}
 }
+
+func TestName(t *testing.T) {
+	for want, parts := range map[string][]string{
+		`public.orders`:        {"public", "orders"},
+		`public."a.b,c"`:       {"public", "a.b,c"},
+		`"My Schema"."Orders"`: {"My Schema", "Orders"},
+		`s."say ""hi"""`:       {"s", `say "hi"`},
+		`public."1st"`:         {"public", "1st"},
+		`"t2_$x"`:              {"t2_$x"},
+		`"é"`:                  {"é"},
+		`""`:                   {""},
+	} {
+		if got := Name(parts...); got != want {
+			t.Errorf("Name(%q) = %s, want %s", parts, got, want)
+		}
+	}
+}

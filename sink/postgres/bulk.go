@@ -68,7 +68,7 @@ func (s *Sink) emptyRows(ctx context.Context, conn *pgx.Conn, t *schema.Table, o
 	if conn.IsClosed() {
 		return &ChangeError{Op: "truncate", Table: own, Err: err}
 	}
-	s.logger().Debug("emptying the table with DELETE: it cannot be truncated", "table", t.QualifiedName(), "why", err.Error())
+	s.logger().Debug("emptying the table with DELETE: it cannot be truncated", "table", t.DisplayName(), "why", err.Error())
 	if _, err := conn.Exec(ctx, "DELETE FROM "+own); err != nil {
 		return &ChangeError{Op: "delete the rows of", Table: own, Err: err}
 	}
@@ -378,7 +378,7 @@ func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, t *schema.
 	if conn.IsClosed() || conn.PgConn().TxStatus() != 'I' {
 		return false, classify(&ChangeError{Op: "truncate", Table: qname, Err: err}, true)
 	}
-	s.logger().Debug("loading without COPY FREEZE", "table", t.QualifiedName(), "why", err.Error())
+	s.logger().Debug("loading without COPY FREEZE", "table", t.DisplayName(), "why", err.Error())
 	return false, nil
 }
 

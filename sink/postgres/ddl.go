@@ -230,6 +230,9 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 
 	if apart && s.cur != nil && !create && len(beforeMoves) == 0 && len(afterMoves) == 0 && len(indexDefs) == 0 {
 		done, err := s.alterApart(ctx, conn, t, prev, append(nonEmpty(createSchema), ddl...), def)
+		if done && err == nil {
+			s.located.place(t, placement{})
+		}
 		if err != nil || done {
 			return done, err
 		}
@@ -302,6 +305,9 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		return false, collationHint(err)
 	}
 	s.logMoves(t, pl)
+	if undo := s.located.place(t, pl); !own {
+		tx.relocated = append(tx.relocated, undo...)
+	}
 	if prev != nil {
 		s.forget(prev)
 	}

@@ -126,11 +126,15 @@ func isRetryable(err error, lost bool) bool {
 	return lost || pgconn.SafeToRetry(err)
 }
 
-// classify wraps err with sink.Retryable when the transaction may be retried,
-// and the target's refusal of a change's value with sink.ValueRejected.
+// classify wraps err with sink.Retryable when the transaction may be retried
+// (a read-only target's refusal too, as a *ReadOnlyError), and the target's
+// refusal of a change's value with sink.ValueRejected.
 func classify(err error, lost bool) error {
 	if err == nil {
 		return nil
+	}
+	if readOnlyRefusal(err) {
+		return sink.Retryable(&ReadOnlyError{Err: err})
 	}
 	if isRetryable(err, lost) {
 		return sink.Retryable(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 )
 
@@ -213,6 +214,69 @@ func (s *Sink) place(ctx context.Context, conn *pgx.Conn, t, callerPrev *schema.
 	return pl, nil
 }
 
+// locations are the target tables moved out of another relation's way, by
+// the OID of the relation each was built for. That relation's changes go there
+// until its own next Relation message places it: until then its messages may
+// still carry the name it lost (PostgreSQL before 16 sends none after its
+// schema is renamed), and that name is another table's now.
+type locations map[uint32]tableName
+
+// relocation is an entry of locations as it was before a move, to restore
+// when the move's transaction rolls back.
+type relocation struct {
+	oid uint32
+	at  tableName
+	had bool
+}
+
+// target is t, or a copy of it named where its relation's table was moved.
+func (l locations) target(t *schema.Table) *schema.Table {
+	at, ok := l[t.RelationID]
+	if !ok || t.RelationID == 0 || (at == tableName{t.Schema, t.Name}) {
+		return t
+	}
+	c := *t
+	c.Schema, c.Name = at.schema, at.name
+	return &c
+}
+
+// place records where pl's moves left other relations' tables, and that t's
+// own table is under t's name; it returns what undoes that.
+func (l locations) place(t *schema.Table, pl placement) []relocation {
+	var undo []relocation
+	set := func(oid uint32, at *tableName) {
+		prev, had := l[oid]
+		undo = append(undo, relocation{oid: oid, at: prev, had: had})
+		if at == nil {
+			delete(l, oid)
+		} else {
+			l[oid] = *at
+		}
+	}
+	if t.RelationID != 0 {
+		set(t.RelationID, nil)
+	}
+	final := pl.destinations()
+	for _, m := range pl.before {
+		if m.oid != 0 && m.oid != t.RelationID {
+			to := final[m.from]
+			set(m.oid, &to)
+		}
+	}
+	return undo
+}
+
+// undo restores the entries a rolled-back transaction's moves changed.
+func (l locations) undo(rs []relocation) {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if r := rs[i]; r.had {
+			l[r.oid] = r.at
+		} else {
+			delete(l, r.oid)
+		}
+	}
+}
+
 // moveStmt is one statement with text parameters, for a Tx's batch.
 type moveStmt struct {
 	sql  string
@@ -255,13 +319,9 @@ func (tx *Tx) queueMoves(qname string, stmts []moveStmt) {
 	}
 }
 
-// logMoves reports the tables moved out of t's way, once their transaction's
-// statements went through.
-func (s *Sink) logMoves(t *schema.Table, pl placement) {
-	log := s.log
-	if log == nil {
-		return
-	}
+// destinations maps each table moved out of the way to where it ends up: a
+// table going to the name another leaves goes there through a temporary one.
+func (pl placement) destinations() map[tableName]tableName {
 	final := map[tableName]tableName{}
 	for _, m := range pl.before {
 		final[m.from] = m.to
@@ -273,18 +333,29 @@ func (s *Sink) logMoves(t *schema.Table, pl placement) {
 			}
 		}
 	}
+	return final
+}
+
+// logMoves reports the tables moved out of t's way, once their transaction's
+// statements went through.
+func (s *Sink) logMoves(t *schema.Table, pl placement) {
+	log := s.log
+	if log == nil {
+		return
+	}
+	final := pl.destinations()
 	for _, m := range pl.before {
 		to := final[m.from]
 		switch {
 		case m.dropped:
 			log.Warn("target table renamed aside: the source table it was built for was dropped, and another source table now has its name; its rows are kept",
-				"table", m.from.plain(), "renamed_to", to.plain(), "relation_oid", m.oid, "for", t.QualifiedName())
+				"table", pgquote.Name(m.from.schema, m.from.name), "renamed_to", pgquote.Name(to.schema, to.name), "relation_oid", m.oid, "for", t.DisplayName())
 		case pl.unknown:
 			log.Warn("target table renamed aside: it is not known to be the source table now named like it (no source relation OID stored for it)",
-				"table", m.from.plain(), "renamed_to", to.plain(), "for", t.QualifiedName())
+				"table", pgquote.Name(m.from.schema, m.from.name), "renamed_to", pgquote.Name(to.schema, to.name), "for", t.DisplayName())
 		default:
 			log.Info("target table renamed after its source table, whose name another source table now has",
-				"table", m.from.plain(), "renamed_to", to.plain(), "relation_oid", m.oid, "for", t.QualifiedName())
+				"table", pgquote.Name(m.from.schema, m.from.name), "renamed_to", pgquote.Name(to.schema, to.name), "relation_oid", m.oid, "for", t.DisplayName())
 		}
 	}
 }

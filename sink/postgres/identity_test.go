@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pgrelay/pgrelay/schema"
 )
 
 func TestAsideName(t *testing.T) {
@@ -77,5 +79,36 @@ func TestEvict(t *testing.T) {
 				t.Errorf("after: %s, want %s", got, tc.after)
 			}
 		})
+	}
+}
+
+// TestLocations: a relation whose table was moved out of another's way has its
+// changes go where the table went (through a temporary name in a swap), until
+// its own table is placed again; a rolled-back move is forgotten.
+func TestLocations(t *testing.T) {
+	a, b, tmp := tableName{"s", "a"}, tableName{"s", "b"}, tableName{"s", "a_pgrelay_moved_7"}
+	tA := &schema.Table{RelationID: 7, Schema: "s", Name: "a"} // relation 7's message, still named a
+	tB := &schema.Table{RelationID: 8, Schema: "s", Name: "a"} // relation 8 now named a, 7 named b
+	l := locations{}
+	if got := l.target(tA); got != tA {
+		t.Fatalf("nothing moved: target %v, want t itself", got)
+	}
+	swap := placement{before: []move{{from: a, to: tmp, oid: 7}}, after: []move{{from: tmp, to: b, oid: 7}}}
+	undo := l.place(tB, swap)
+	if got := l.target(tA); got.Schema != "s" || got.Name != "b" || got.RelationID != 7 || tA.Name != "a" {
+		t.Errorf("after the swap: relation 7's changes go to %s.%s (message unchanged: %s), want s.b", got.Schema, got.Name, tA.Name)
+	}
+	if got := l.target(tB); got != tB {
+		t.Errorf("the placed relation's changes go to %s, want its own name", got.QualifiedName())
+	}
+	l.undo(undo)
+	if len(l) != 0 {
+		t.Errorf("after undo: %v, want nothing", l)
+	}
+	l.place(tB, swap)
+	tA2 := &schema.Table{RelationID: 7, Schema: "s", Name: "b"}
+	l.place(tA2, placement{})
+	if got := l.target(tA); got.Name != "a" || len(l) != 0 {
+		t.Errorf("relation 7 placed by its own message: %v left, target %s", l, got.QualifiedName())
 	}
 }

@@ -71,7 +71,7 @@ func (s *Sink) DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error
 			if conn.IsClosed() {
 				return err
 			}
-			s.logger().Info("loading the table with its primary key in place: it cannot be dropped", "table", t.QualifiedName(), "why", describe(err))
+			s.logger().Info("loading the table with its primary key in place: it cannot be dropped", "table", t.DisplayName(), "why", describe(err))
 			return nil
 		}
 		dropped = true
@@ -136,6 +136,6 @@ func (s *Sink) execWaiting(ctx context.Context, conn *pgx.Conn, t *schema.Table,
 		_ = conn.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT l.pid::text, ', '), '')
 			FROM pg_catalog.pg_locks l WHERE l.relation = $1::regclass AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()`, qname).Scan(&holders)
 		s.logger().Warn("waiting for a lock on a target table: another session holds one (see pg_locks and pg_stat_activity); pgrelay goes on once it is released",
-			"table", t.QualifiedName(), "pids", holders, "for", sql)
+			"table", t.DisplayName(), "pids", holders, "for", sql)
 	}
 }

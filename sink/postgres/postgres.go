@@ -72,6 +72,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/migrations"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
@@ -194,6 +195,7 @@ type Sink struct {
 	cur        *Tx                  // the open transaction, if any
 	fill       sink.FillResolver    // fill values of columns prepared transactions added
 	namer      schema.RelationNamer // where a source relation is now (identity.go)
+	located    locations            // tables moved out of another relation's way, by OID (identity.go)
 	indexes    schema.IndexReader   // secondary indexes of tables EnsureTable creates (IndexTablesItCreates)
 	copyJoined bool                 // see CopyJoinedTables
 	log        *slog.Logger
@@ -228,14 +230,15 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	}
 	cfg, err := pgconnstr.ParsePgx(url)
 	if err != nil {
-		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", err)
+		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", redact.New(url).Err(err))
 	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}
-	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{}}
+	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{},
+		located: locations{}}
 	if s.conn, err = s.connect(ctx); err != nil {
-		return nil, err
+		return nil, redact.New(url).Err(err)
 	}
 	if m := serverMajor(s.conn); m > 0 && m < 15 {
 		s.charsAsBytes = true
@@ -290,9 +293,7 @@ func (s *Sink) Setup(ctx context.Context, slot string) (sink.Progress, error) {
 		return sink.Progress{}, err
 	}
 	if _, err := migrations.ApplyPostgres(ctx, conn); err != nil {
-		if sqlState(err) == "25006" { // read_only_sql_transaction
-			err = fmt.Errorf("the target database is read-only (a standby, or default_transaction_read_only on for the database or role): pgrelay writes the tables and its metadata there: %w", err)
-		}
+		// A read-only database's refusal becomes a *ReadOnlyError.
 		return sink.Progress{}, classify(fmt.Errorf("sink/postgres: setup: %w", err), conn.IsClosed())
 	}
 	var maxPrepared string
@@ -444,7 +445,7 @@ func (s *Sink) statementsFor(t *schema.Table) *tableStatements {
 			s.forget(old)
 		}
 	}
-	ts = newTableStatements(s.dialect, t)
+	ts = newTableStatements(s.dialect, s.located.target(t))
 	s.tables[t] = ts
 	return ts
 }

@@ -88,6 +88,11 @@ func TestStatementSQL(t *testing.T) {
 		schema.Column{Name: "k", TypeOID: 99990, TypeName: "public.comp", Type: comp},
 		schema.Column{Name: "dk", TypeOID: 99991, TypeName: "public.dcomp", Type: &schema.Type{Category: schema.CategoryDomain, BaseOID: 99990}},
 		schema.Column{Name: "ak", TypeOID: 99992, TypeName: "public.comp[]", Type: &schema.Type{Category: schema.CategoryArray, BaseOID: 99990}})
+	collated := table(schema.IdentityFull,
+		schema.Column{Name: "c", TypeOID: 25, Collation: "public.nd"},
+		schema.Column{Name: "p", TypeOID: 25},
+		schema.Column{Name: "d", TypeOID: 99993, TypeName: "public.ndtext", Type: &schema.Type{Category: schema.CategoryDomain, BaseOID: 25}},
+		schema.Column{Name: "u", TypeOID: 99994, TypeName: "public.citext", Type: &schema.Type{Category: schema.CategoryBase, BaseOID: 99994}, Collation: "public.nd"})
 	cases := []struct {
 		name    string
 		tb      *schema.Table
@@ -125,6 +130,10 @@ func TestStatementSQL(t *testing.T) {
 			ch:   sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{v("(1,a)"), v("(2,b)"), v(`{"(3,c)"}`)}},
 			sql:  `DELETE FROM "public"."T x" WHERE ctid = coalesce((SELECT ctid FROM "public"."T x" WHERE "k" = $1::public.comp AND "k"::text = $1::public.comp::text AND "dk" = $2::public.dcomp AND "dk"::text = $2::public.dcomp::text AND "ak" = $3 AND "ak"::text = $3::text LIMIT 1 FOR UPDATE SKIP LOCKED), (SELECT ctid FROM "public"."T x" WHERE "k" = $1::public.comp AND "k"::text = $1::public.comp::text AND "dk" = $2::public.dcomp AND "dk"::text = $2::public.dcomp::text AND "ak" = $3 AND "ak"::text = $3::text LIMIT 1))`,
 			oids: []uint32{0, 0, 0}},
+		{name: "full: columns of another collation also compared byte for byte", tb: collated,
+			ch:   sink.Change{Kind: sink.Delete, OldKind: source.OldFull, Old: source.Tuple{v("ä"), v("b"), v("c"), v("d")}},
+			sql:  `DELETE FROM "public"."T x" WHERE ctid = coalesce((SELECT ctid FROM "public"."T x" WHERE "c" = $1 AND "c" COLLATE pg_catalog."C" = $1 AND "p" = $2 AND "d" = $3::public.ndtext AND "d" COLLATE pg_catalog."C" = $3::public.ndtext AND "u" = $4 AND "u"::text COLLATE pg_catalog."C" = $4::text LIMIT 1 FOR UPDATE SKIP LOCKED), (SELECT ctid FROM "public"."T x" WHERE "c" = $1 AND "c" COLLATE pg_catalog."C" = $1 AND "p" = $2 AND "d" = $3::public.ndtext AND "d" COLLATE pg_catalog."C" = $3::public.ndtext AND "u" = $4 AND "u"::text COLLATE pg_catalog."C" = $4::text LIMIT 1))`,
+			oids: []uint32{0, 0, 0, 0}},
 		{name: "key not sent", tb: keyed,
 			ch:      sink.Change{Kind: sink.Update, New: source.Tuple{unchanged, v("n"), null}},
 			wantErr: `key column "id" was not sent`},

@@ -109,7 +109,7 @@ func (s *Sink) setSequence(ctx context.Context, tx pgx.Tx, q source.Sequence) er
 		}
 		if held {
 			s.logger().Warn("a column's default or identity is not set on the target: a prepared transaction holds its table there; run pgrelay migrate again once the source has committed or rolled it back",
-				"table", q.TableSchema+"."+q.Table, "column", q.Column, "sequence", q.Schema+"."+q.Name)
+				"table", pgquote.Name(q.TableSchema, q.Table), "column", q.Column, "sequence", pgquote.Name(q.Schema, q.Name))
 			if q.Identity {
 				return nil // its sequence comes with the identity
 			}

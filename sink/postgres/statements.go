@@ -55,6 +55,38 @@ func identityByText(c *schema.Column) bool {
 	return oid >= firstUserOID || equalNotIdenticalTypes[oid]
 }
 
+// collatableTypes are the built-in types whose comparisons take a
+// collation, with their array types.
+var collatableTypes = map[uint32]bool{
+	25: true, 1009: true, // text, text[]
+	1043: true, 1015: true, // varchar, varchar[]
+	1042: true, 1014: true, // bpchar, bpchar[]
+	19: true, 1003: true, // name, name[]
+}
+
+// otherCollation reports whether column c may compare under a collation other
+// than the database's default (always deterministic): its own, or its
+// domain's. A nondeterministic one holds values that differ in bytes equal
+// (ICU's U+00E4 and U+0061 U+0308); under REPLICA IDENTITY FULL such a column
+// is also compared under "C", byte for byte, so that of two such rows the one
+// the source changed is changed. PostgreSQL's own apply compares them under
+// the column's collation (tuples_equal), and changes either.
+func otherCollation(c *schema.Column) bool {
+	if c.Collation != "" {
+		return true
+	}
+	return c.Type != nil && c.Type.Category == schema.CategoryDomain && collatableTypes[c.Type.BaseOID]
+}
+
+// byteCollation is the COLLATE clause comparing column c byte for byte under
+// REPLICA IDENTITY FULL, "" when its equality already does (otherCollation).
+func byteCollation(c *schema.Column) string {
+	if otherCollation(c) {
+		return ` COLLATE pg_catalog."C"`
+	}
+	return ""
+}
+
 // valueTypeOID is the type of c's values: a domain's base type, else c's own.
 func valueTypeOID(c *schema.Column) uint32 {
 	if c.Type != nil && c.Type.Category == schema.CategoryDomain {
@@ -340,7 +372,10 @@ func (ts *tableStatements) buildShape(key []byte) *statement {
 			where.WriteString(ts.quoted[i] + "::text = " + next(param{col: i, old: true}, textOID) + "::text")
 		case ts.full && identityByText(col):
 			p := next(param{col: i, old: true}, 0) + paramCast(col)
-			where.WriteString(ts.quoted[i] + " = " + p + " AND " + ts.quoted[i] + "::text = " + p + "::text")
+			where.WriteString(ts.quoted[i] + " = " + p + " AND " + ts.quoted[i] + "::text" + byteCollation(col) + " = " + p + "::text")
+		case ts.full && otherCollation(col):
+			p := next(param{col: i, old: true}, 0) + paramCast(col)
+			where.WriteString(ts.quoted[i] + " = " + p + " AND " + ts.quoted[i] + byteCollation(col) + " = " + p)
 		default:
 			where.WriteString(ts.quoted[i] + " = " + next(param{col: i, old: true}, 0) + paramCast(col))
 		}

@@ -107,6 +107,10 @@ type Tx struct {
 	setBuf   []byte
 	setEnds  []int
 
+	// relocated undoes the entries of Sink.located that DDL queued in this
+	// transaction set, should it roll back.
+	relocated []relocation
+
 	shape  []byte   // scratch: shape key
 	values [][]byte // scratch: parameter values
 	format []int16  // scratch: parameter formats
@@ -456,7 +460,7 @@ func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint
 	}
 	names := make([]string, len(tables))
 	for i, t := range tables {
-		names[i] = quotedTable(tx.s.dialect, t)
+		names[i] = quotedTable(tx.s.dialect, tx.s.located.target(t))
 	}
 	var kinds []byte
 	if err := tx.s.withMeta(ctx, func(conn *pgx.Conn) (err error) {
@@ -557,6 +561,7 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	defer tx.finish()
+	tx.s.located.undo(tx.relocated)
 	_ = tx.wait() // the batch on the wire; its error no longer matters
 	conn := tx.s.conn
 	if !tx.sent || conn == nil || conn.IsClosed() {
@@ -573,6 +578,7 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 
 func (tx *Tx) finish() {
 	tx.done = true
+	tx.relocated = nil
 	tx.queues, tx.queueOrder, tx.pending = nil, nil, 0
 	tx.s.retire()
 	tx.ops = nil

@@ -69,7 +69,7 @@ DECLARE
 	r record;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'ref' AND t.typname = 'code') THEN
-		CREATE DOMAIN "ref"."code" AS character varying(8) CONSTRAINT "code_check" CHECK (((VALUE)::text ~ '^[A-Z]+$'::text)) CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1));
+		CREATE DOMAIN "ref"."code" AS character varying(8) COLLATE pg_catalog."C" CONSTRAINT "code_check" CHECK (((VALUE)::text ~ '^[A-Z]+$'::text)) CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1));
 	ELSE
 		FOR r IN SELECT c.conname, 'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
 			FROM pg_catalog.pg_constraint c WHERE c.contypid = '"ref"."code"'::pg_catalog.regtype AND c.contype = 'c' LOOP
