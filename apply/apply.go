@@ -86,7 +86,16 @@ type Catalog interface {
 	Table(relationID uint32) (*schema.Table, error)
 }
 
-var _ Catalog = (*schema.Catalog)(nil)
+// The catalog's optional capabilities (declared with their use below) that
+// *schema.Catalog has.
+var (
+	_ Catalog         = (*schema.Catalog)(nil)
+	_ typeChanger     = (*schema.Catalog)(nil)
+	_ preparedChecker = (*schema.Catalog)(nil)
+	_ commitWaiter    = (*schema.Catalog)(nil)
+	_ columnFiller    = (*schema.Catalog)(nil)
+	_ factsMatcher    = (*schema.Catalog)(nil)
+)
 
 type txnKind byte
 
@@ -449,21 +458,11 @@ func (a *Applier) settleBeforeFail(ctx context.Context) {
 	}
 }
 
-// behindSink is the optional capability of a sink that can leave a table's
-// target definition behind the catalog's for a while (a prepared transaction
-// held the table): Behind reports it, and the table's next Relation message
-// then goes to EnsureTable even when the catalog sees no change.
-type behindSink interface {
-	Behind(relationID uint32) bool
-}
-
 // typeChanger is the optional capability of a Catalog to tell a type changed on
 // the source since it was read; *schema.Catalog has it.
 type typeChanger interface {
 	ChangedType(ctx context.Context) (string, error)
 }
-
-var _ typeChanger = (*schema.Catalog)(nil)
 
 // typeChanged makes err retryable when the target refused a value and a type of
 // the catalog's tables has changed on the source since it was read: a new
@@ -876,13 +875,6 @@ type columnFiller interface {
 	ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill *schema.Value, found, volatile bool, err error)
 }
 
-// apartEnsurer is the optional capability of a sink to bring a table to a
-// definition in a target transaction of its own while another is open
-// (postgres.Sink.EnsureTableApart).
-type apartEnsurer interface {
-	EnsureTableApart(ctx context.Context, t, prev *schema.Table) (bool, error)
-}
-
 // factsMatcher is the optional capability of a Catalog to tell whether the
 // committed source catalog already matches a Relation message.
 type factsMatcher interface {
@@ -904,7 +896,7 @@ type factsMatcher interface {
 func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
 	seen, ok := a.relSeen[rel.RelationID]
 	if ok && xid != 0 && seen.xid == xid && seen.txnLSN == a.txnLSN && sameRelationMessage(seen.rel, rel) {
-		if lag, ok := a.sink.(behindSink); !ok || !lag.Behind(rel.RelationID) {
+		if lag, ok := a.sink.(sink.BehindReporter); !ok || !lag.Behind(rel.RelationID) {
 			return nil
 		}
 	}
@@ -1012,7 +1004,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		// again at its Commit Prepared with its DDL.)
 		prev, changed = nil, true
 	}
-	if lag, ok := a.sink.(behindSink); !changed && (!ok || !lag.Behind(rel.RelationID)) {
+	if lag, ok := a.sink.(sink.BehindReporter); !changed && (!ok || !lag.Behind(rel.RelationID)) {
 		return nil
 	}
 	if a.inTableCopy(t) {
@@ -1028,7 +1020,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		return nil
 	}
 	apart := false
-	if ap, ok := a.sink.(apartEnsurer); ok && preparing && !ownDDL && a.prepTx != nil {
+	if ap, ok := a.sink.(sink.ApartEnsurer); ok && preparing && !ownDDL && a.prepTx != nil {
 		// Committed earlier on the source, first seen in this prepared
 		// transaction after its first change: altered in a target
 		// transaction of its own, which the sink can do unless the prepared

@@ -110,7 +110,7 @@ func TestRestartExactlyOnce(t *testing.T) {
 	h.txn(2, 0x110, "2") // group committed: position 0x118
 	h.txn(3, 0x120, "3") // in the open group, lost in the crash
 	s.Crash()
-	if p := s.Progress().LSN; p != 0x118 {
+	if p := s.Stored().LSN; p != 0x118 {
 		t.Fatalf("stored position %s, want 0/118", p)
 	}
 

@@ -99,7 +99,7 @@ func (h *harness) durable(want source.LSN) {
 	if got := h.a.Durable(); got != want {
 		h.t.Fatalf("Durable() = %s, want %s", got, want)
 	}
-	if p := h.s.Progress().LSN; p < want {
+	if p := h.s.Stored().LSN; p < want {
 		h.t.Fatalf("Durable() = %s passes the stored position %s", want, p)
 	}
 }

@@ -23,6 +23,9 @@ type fakeStream struct {
 	frames   chan source.Frame
 	sink     *applytest.Sink
 	received atomic.Uint64
+	// idleLooks counts Received calls with no frame waiting: Run's idle
+	// ticks once it has taken every frame handed to it.
+	idleLooks atomic.Int64
 
 	mu       sync.Mutex
 	acks     []source.LSN
@@ -34,12 +37,18 @@ func newFakeStream(s *applytest.Sink) *fakeStream {
 }
 
 func (f *fakeStream) Frames() <-chan source.Frame { return f.frames }
-func (f *fakeStream) Received() source.LSN        { return source.LSN(f.received.Load()) }
+
+func (f *fakeStream) Received() source.LSN {
+	if len(f.frames) == 0 {
+		f.idleLooks.Add(1)
+	}
+	return source.LSN(f.received.Load())
+}
 
 func (f *fakeStream) Ack(lsn source.LSN) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if stored := f.sink.Progress().LSN; lsn > stored {
+	if stored := f.sink.Stored().LSN; lsn > stored {
 		f.problems = append(f.problems, fmt.Sprintf("ack %s passes the stored position %s", lsn, stored))
 	}
 	if n := len(f.acks); n > 0 && lsn <= f.acks[n-1] {
@@ -128,8 +137,9 @@ func TestRunAcksOnlyWhatIsDurable(t *testing.T) {
 	go func() { done <- Run(ctx, stream, dec, a) }()
 
 	// Idle inside transaction 3: transactions 1 and 2 share a target commit
-	// that cannot happen before 3 ends, so nothing is acknowledged.
-	time.Sleep(100 * time.Millisecond)
+	// that cannot happen before 3 ends, so nothing is acknowledged. Run
+	// acknowledges after each tick, before the next one looks.
+	waitFor(t, "two idle ticks", func() bool { return stream.idleLooks.Load() >= 2 })
 	if got := stream.lastAck(); got != 0 {
 		t.Fatalf("acked %s with a source transaction half applied to the group", got)
 	}
@@ -137,7 +147,7 @@ func TestRunAcksOnlyWhatIsDurable(t *testing.T) {
 	waitFor(t, "ack of the group", func() bool { return stream.lastAck() >= 0x128 })
 	// Idle with nothing in hand: the source's position is stored, then acked.
 	waitFor(t, "ack of the idle position", func() bool { return stream.lastAck() == 0x5000 })
-	if p := s.Progress().LSN; p != 0x5000 {
+	if p := s.Stored().LSN; p != 0x5000 {
 		t.Fatalf("stored %s", p)
 	}
 	close(stream.frames)

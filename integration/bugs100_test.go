@@ -115,32 +115,6 @@ func TestE2ESchemaRenamedAlone(t *testing.T) {
 	})
 }
 
-// TestE2EBugsIndexPredicateFunction (bug #15114): an index whose predicate
-// calls a user function, on a table copied and on one created while
-// replicate runs. The target has the function, as the subscriber of the
-// original test has (pgrelay copies no functions): both indexes are built
-// there, and inserts apply.
-func TestE2EBugsIndexPredicateFunction(t *testing.T) {
-	e2eEachMajor(t, func(t *testing.T, major int) {
-		e := e2ePair(t, major)
-		const double = `CREATE FUNCTION double(x int) RETURNS int IMMUTABLE LANGUAGE SQL AS 'select x * 2'`
-		e.tgt.Exec(t, double)
-		e.src.Exec(t, double+`; CREATE TABLE tab1 (a int PRIMARY KEY, b int); CREATE INDEX ON tab1 (b) WHERE a > double(1)`)
-		e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-		p := e.start("replicate")
-		e2eSync(t, e, p, 2*time.Minute)
-		e.src.Exec(t, `INSERT INTO tab1 VALUES (1, 2);
-			CREATE TABLE tab2 (a int PRIMARY KEY, b int); CREATE INDEX ON tab2 (b) WHERE a > double(1); INSERT INTO tab2 VALUES (1, 2), (3, 4)`)
-		e2eSync(t, e, p, 2*time.Minute)
-		const predicates = `SELECT string_agg(indrelid::regclass || ':' || pg_get_expr(indpred, indrelid), ',' ORDER BY indrelid::regclass::text)
-			FROM pg_index WHERE indrelid IN ('public.tab1'::regclass, 'public.tab2'::regclass) AND indpred IS NOT NULL`
-		if got, want := e.tgt.QueryString(t, predicates), e.src.QueryString(t, predicates); got != want {
-			t.Errorf("target partial indexes %q, want the source's %q", got, want)
-		}
-		e2eSyncCompareStop(t, e, p)
-	})
-}
-
 // TestE2EBugsTemporaryAndUnloggedTables: with pgrelay's FOR ALL TABLES
 // publication, a temporary and an unlogged table without a replica identity
 // take updates on the source (they are not published), and pgrelay neither
@@ -229,99 +203,6 @@ func TestE2EBugsCascade(t *testing.T) {
 		if code := p2.term(t, time.Minute); code != 0 {
 			t.Errorf("the second replicate exited %d after SIGTERM; log:\n%s", code, p2.logs())
 		}
-	})
-}
-
-// TestE2EBugsReplicaIdentityIndexChanged: the replica identity moves from
-// one unique index to another, then the former key changes and a row is
-// deleted, in one transaction, while replicate runs and while it is stopped.
-func TestE2EBugsReplicaIdentityIndexChanged(t *testing.T) {
-	e2eEachMajor(t, func(t *testing.T, major int) {
-		e := e2ePair(t, major)
-		for _, tb := range []string{"ri_run", "ri_stop"} {
-			e.src.Exec(t, `CREATE TABLE `+tb+` (a int NOT NULL, b int NOT NULL);
-				CREATE UNIQUE INDEX `+tb+`_a ON `+tb+` (a); CREATE UNIQUE INDEX `+tb+`_b ON `+tb+` (b);
-				ALTER TABLE `+tb+` REPLICA IDENTITY USING INDEX `+tb+`_a; INSERT INTO `+tb+` VALUES (1, 1), (2, 2)`)
-		}
-		change := func(tb string) string {
-			return `BEGIN; ALTER TABLE ` + tb + ` REPLICA IDENTITY USING INDEX ` + tb + `_b;
-				UPDATE ` + tb + ` SET a = -a WHERE a = 1; DELETE FROM ` + tb + ` WHERE a = 2; COMMIT`
-		}
-		e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-		e.src.Exec(t, change("ri_stop"))
-		p := e.start("replicate")
-		e2eSync(t, e, p, 2*time.Minute)
-		e.src.Exec(t, change("ri_run"))
-		e2eSync(t, e, p, 2*time.Minute)
-		for _, tb := range []string{"ri_run", "ri_stop"} {
-			if got := e.tgt.QueryString(t, "SELECT string_agg(a || '|' || b, ',') FROM "+tb); got != "-1|1" {
-				t.Errorf("target %s holds %s, want -1|1", tb, got)
-			}
-		}
-		e2eSyncCompareStop(t, e, p)
-	})
-}
-
-// TestE2EBugsFullIdentityDroppedGeneratedColumns: under REPLICA IDENTITY FULL,
-// updates of a table that had a column dropped, and of one with a stored
-// generated column, find their rows. PostgreSQL 18 refuses such an update of
-// the second table on the source while a publication leaves its generated
-// column out ("Replica identity must not contain unpublished generated
-// columns"): there the publication publishes it (publish_generated_columns).
-func TestE2EBugsFullIdentityDroppedGeneratedColumns(t *testing.T) {
-	e2eEachMajor(t, func(t *testing.T, major int) {
-		e := e2ePair(t, major)
-		e.src.Exec(t, `CREATE TABLE dropped_cols (a int, b_drop int, c int); ALTER TABLE dropped_cols REPLICA IDENTITY FULL;
-			CREATE TABLE generated_cols (a int, b_gen int GENERATED ALWAYS AS (5 * a) STORED, c int); ALTER TABLE generated_cols REPLICA IDENTITY FULL;
-			INSERT INTO dropped_cols VALUES (1, 1, 1); INSERT INTO generated_cols (a, c) VALUES (1, 1)`)
-		if major >= 18 {
-			e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR ALL TABLES WITH (publish_generated_columns = stored)")
-		}
-		e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-		p := e.start("replicate")
-		e2eSync(t, e, p, 2*time.Minute)
-		e.src.Exec(t, "ALTER TABLE dropped_cols DROP COLUMN b_drop")
-		e.src.Exec(t, "UPDATE dropped_cols SET a = 100; UPDATE generated_cols SET a = 100")
-		e2eSync(t, e, p, 2*time.Minute)
-		for tb, want := range map[string]string{"dropped_cols": "100|1", "generated_cols": "100|500|1"} {
-			cols := "a || '|' || c"
-			if tb == "generated_cols" {
-				cols = "a || '|' || b_gen || '|' || c"
-			}
-			if got := e.tgt.QueryString(t, "SELECT string_agg("+cols+", ',') FROM "+tb); got != want {
-				t.Errorf("target %s holds %s, want %s", tb, got, want)
-			}
-		}
-		e2eSyncCompareStop(t, e, p)
-	})
-}
-
-// TestE2EBugsFullIdentityMissingAttribute: under REPLICA IDENTITY FULL, a row
-// older than a column added with a default (ADD COLUMN's fast path stores no
-// value in it) is updated: its old tuple must carry the default, not NULL,
-// for the target to find it. Copied, and added while replicate runs.
-func TestE2EBugsFullIdentityMissingAttribute(t *testing.T) {
-	e2eEachMajor(t, func(t *testing.T, major int) {
-		e := e2ePair(t, major)
-		e.src.Exec(t, `CREATE TABLE tab_default (a int); ALTER TABLE tab_default REPLICA IDENTITY FULL;
-			INSERT INTO tab_default VALUES (1); ALTER TABLE tab_default ADD COLUMN b bool DEFAULT false NOT NULL;
-			INSERT INTO tab_default VALUES (2, true);
-			CREATE TABLE tab_later (a int); ALTER TABLE tab_later REPLICA IDENTITY FULL; INSERT INTO tab_later VALUES (1)`)
-		e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-		if got := e.tgt.QueryString(t, "SELECT string_agg(a || '|' || b, ',' ORDER BY a) FROM tab_default"); got != "1|false,2|true" {
-			t.Errorf("copied tab_default holds %s, want 1|false,2|true", got)
-		}
-		p := e.start("replicate")
-		e2eSync(t, e, p, 2*time.Minute)
-		e.src.Exec(t, "ALTER TABLE tab_later ADD COLUMN b bool DEFAULT false NOT NULL; INSERT INTO tab_later VALUES (2, true)")
-		e.src.Exec(t, "UPDATE tab_default SET a = a + 1; UPDATE tab_later SET a = a + 1")
-		e2eSync(t, e, p, 2*time.Minute)
-		for _, tb := range []string{"tab_default", "tab_later"} {
-			if got := e.tgt.QueryString(t, "SELECT string_agg(a || '|' || b, ',' ORDER BY a) FROM "+tb); got != "2|false,3|true" {
-				t.Errorf("target %s holds %s, want 2|false,3|true", tb, got)
-			}
-		}
-		e2eSyncCompareStop(t, e, p)
 	})
 }
 

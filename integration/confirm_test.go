@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,8 +26,7 @@ func testE2EConfirmWhenCaughtUp(t *testing.T, major int) {
 		src.Exec(t, "INSERT INTO quiet SELECT g, 'x' FROM generate_series($1::int * 1000 + 1, $1::int * 1000 + 1000) g", round)
 		e2eWaitTarget(t, e, p, time.Minute, "the round's rows", "SELECT count(*) = ($1::int + 1) * 1000 FROM public.quiet", round)
 		stored := e2eLSN(t, "pgrelay.progress", e.tgt.QueryString(t, "SELECT lsn::text FROM pgrelay.progress WHERE slot = $1", e.slot))
-		deadline := time.Now().Add(time.Minute)
-		for {
+		err := harness.Await(time.Minute, 50*time.Millisecond, fmt.Sprintf("round %d: the slot to confirm the target's %s", round, stored), func() error {
 			confirmed := e2eConfirmed(t, e)
 			if confirmed > stored {
 				// The target may have stored a later position since (an idle
@@ -35,13 +35,13 @@ func testE2EConfirmWhenCaughtUp(t *testing.T, major int) {
 					t.Fatalf("round %d: the slot confirmed %s past the target's %s (feedback before durability)", round, confirmed, now)
 				}
 			}
-			if confirmed >= stored {
-				break
+			if confirmed < stored {
+				return fmt.Errorf("the slot confirmed %s", confirmed)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the slot confirmed %s, the target has held %s for a minute: the durable position was not reported once the stream went quiet; log:\n%s", round, confirmed, stored, p.logs())
-			}
-			time.Sleep(50 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%v: the durable position was not reported once the stream went quiet; log:\n%s", err, p.logs())
 		}
 	}
 	if code := p.term(t, time.Minute); code != 0 {

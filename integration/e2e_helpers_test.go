@@ -340,23 +340,23 @@ func (p *e2eProc) findLog(msg string) (e2eLogLine, bool) {
 // the test when the process exits first or timeout passes.
 func (p *e2eProc) waitLog(t testing.TB, msg string, timeout time.Duration) e2eLogLine {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if l, ok := p.findLog(msg); ok {
-			return l
+	var line e2eLogLine
+	err := harness.Await(timeout, 20*time.Millisecond, fmt.Sprintf("%s to log %q", p.name, msg), func() error {
+		exited := p.exited() // before the look: the line may come with the exit
+		l, ok := p.findLog(msg)
+		switch {
+		case ok:
+			line = l
+			return nil
+		case exited:
+			return harness.Abort(fmt.Errorf("it exited (%v) first", p.err))
 		}
-		if p.exited() {
-			// One more look: the line may have come with the exit.
-			if l, ok := p.findLog(msg); ok {
-				return l
-			}
-			t.Fatalf("%s exited (%v) before logging %q; log:\n%s", p.name, p.err, msg, p.logs())
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s logged no %q within %v; log:\n%s", p.name, msg, timeout, p.logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return errors.New("no such line yet")
+	})
+	if err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.logs())
 	}
+	return line
 }
 
 // e2eConn opens a connection for the test's own queries, closed at cleanup.
@@ -585,35 +585,34 @@ func e2eSync(t testing.TB, e *e2eEnv, p *e2eProc, timeout time.Duration) {
 func e2eWaitTarget(t testing.TB, e *e2eEnv, p *e2eProc, timeout time.Duration, what, query string, args ...any) {
 	t.Helper()
 	ctx := e2eCtx(t, timeout+10*time.Second)
-	deadline := time.Now().Add(timeout)
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
 			_ = conn.Close(context.Background())
 		}
 	}()
-	var lastErr error
-	for {
+	err := harness.Await(timeout, 50*time.Millisecond, what+" on the target", func() error {
+		var err error
 		if conn == nil || conn.IsClosed() {
-			conn, lastErr = pgx.Connect(ctx, e.tgt.URL())
+			conn, err = pgx.Connect(ctx, e.tgt.URL())
 		}
-		if conn != nil && !conn.IsClosed() {
+		if err == nil {
 			var ok bool
-			if lastErr = conn.QueryRow(ctx, query, args...).Scan(&ok); lastErr == nil && ok {
-				return
+			if err = conn.QueryRow(ctx, query, args...).Scan(&ok); err == nil && !ok {
+				err = errors.New("the query says false")
 			}
 		}
-		if p != nil && p.exited() {
-			t.Fatalf("waiting for %s on the target: %s exited with %v; log:\n%s\n%s", what, p.name, p.err, p.logs(), e.targetLog())
+		if err != nil && p != nil && p.exited() {
+			return harness.Abort(fmt.Errorf("%s exited with %v", p.name, p.err))
 		}
-		if time.Now().After(deadline) {
-			msg := fmt.Sprintf("%s did not reach the target within %v (last error: %v)", what, timeout, lastErr)
-			if p != nil {
-				msg += "; log of " + p.name + ":\n" + p.logs()
-			}
-			t.Fatal(msg + "\n" + e.targetLog())
+		return err
+	})
+	if err != nil {
+		msg := err.Error()
+		if p != nil {
+			msg += "; log of " + p.name + ":\n" + p.logs()
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatal(msg + "\n" + e.targetLog())
 	}
 }
 
@@ -740,5 +739,55 @@ func e2eExec(t testing.TB, ctx context.Context, conn *pgx.Conn, stmts ...string)
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
+	}
+}
+
+// e2eAwaitConfirmedPast waits until the slot's confirmed_flush_lsn is past
+// lsn (what names what lies after lsn: "the PREPARE").
+func e2eAwaitConfirmedPast(t testing.TB, e *e2eEnv, lsn pglogrepl.LSN, what string) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, fmt.Sprintf("the slot to confirm %s after %s", what, lsn), func() error {
+		if confirmed := e2eConfirmed(t, e); confirmed <= lsn {
+			return fmt.Errorf("confirmed_flush_lsn is %s", confirmed)
+		}
+		return nil
+	})
+}
+
+// e2eAwaitPublicationChecks waits until replicate p, streaming with
+// PGRELAY_PUBLICATION_CHECK_INTERVAL set, has made n whole checks of its
+// publication, and fails the test unless p still runs then: a check that finds
+// the publication changed ends replicate. Each check starts by reading the
+// slot's table states on the target, which replicate reads at no other time
+// once it streams; the target's statistics count those reads, late at times
+// (a session reports them when idle, at most once a second). So n+2 reads:
+// one may be the start's own read counted late, and the last check read
+// starts after the n-th check ended. A check that could not be made is
+// logged, and fails the test too.
+func e2eAwaitPublicationChecks(t testing.TB, e *e2eEnv, p *e2eProc, n int) {
+	t.Helper()
+	reads := func() int {
+		v, err := strconv.Atoi(e.tgt.QueryString(t, `SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_catalog.pg_stat_user_tables
+			WHERE relid = 'pgrelay.table_state'::regclass`))
+		if err != nil {
+			t.Fatalf("reads of pgrelay.table_state: %v", err)
+		}
+		return v
+	}
+	before := reads()
+	err := harness.Await(time.Minute, 100*time.Millisecond, fmt.Sprintf("%d checks of the publication by %s", n, p.name), func() error {
+		if p.exited() {
+			return harness.Abort(fmt.Errorf("it exited %d", p.code()))
+		}
+		if got := reads() - before; got < n+2 {
+			return fmt.Errorf("%d reads of pgrelay.table_state so far, want %d", got, n+2)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v; log:\n%s", err, p.logs())
+	}
+	if l, ok := p.findLog("could not check whether the publication changed since the copy"); ok {
+		t.Fatalf("a check of the publication failed: %v; log:\n%s", l, p.logs())
 	}
 }

@@ -47,10 +47,7 @@ func testE2EPartitionRootSwitched(t *testing.T, major int) {
 		t.Helper()
 		p := watched.start("replicate")
 		p.waitLog(t, "streaming", 2*time.Minute)
-		time.Sleep(2 * time.Second) // checks that find nothing keep it running
-		if p.exited() {
-			t.Fatalf("replicate exited %d with the publication as copied; log:\n%s", p.code(), p.logs())
-		}
+		e2eAwaitPublicationChecks(t, e, p, 2) // checks that find nothing keep it running
 		setRoot(on)
 		refused(p, p.wait(t, time.Minute), "replicate after the switch", want)
 	}

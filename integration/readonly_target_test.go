@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,7 @@ func TestE2EReadOnlyTarget(t *testing.T) {
 	// retries waits until p has logged n retries whose error says want.
 	retries := func(p *e2eProc, n int, want string) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		err := harness.Await(2*time.Minute, 100*time.Millisecond, fmt.Sprintf("%s to retry %d times saying %q", p.name, n, want), func() error {
 			got := 0
 			for _, l := range p.logLines() {
 				if l.str("msg") == "will retry" && strings.Contains(l.str("error"), want) {
@@ -34,13 +34,14 @@ func TestE2EReadOnlyTarget(t *testing.T) {
 			}
 			switch {
 			case got >= n:
-				return
+				return nil
 			case p.exited():
-				t.Fatalf("%s exited %d, want it to retry saying %q; log:\n%s", p.name, p.code(), want, p.logs())
-			case time.Now().After(deadline):
-				t.Fatalf("%s retried %d times saying %q, want %d; log:\n%s", p.name, got, want, n, p.logs())
+				return harness.Abort(fmt.Errorf("it exited %d", p.code()))
 			}
-			time.Sleep(100 * time.Millisecond)
+			return fmt.Errorf("%d such retries", got)
+		})
+		if err != nil {
+			t.Fatalf("%v; log:\n%s", err, p.logs())
 		}
 	}
 

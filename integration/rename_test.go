@@ -42,68 +42,12 @@ func renameCheck(t *testing.T, e *e2eEnv, step, wantTables string) {
 	}
 }
 
-// TestE2ETablesSwapNames: two tables swap names in one source transaction,
-// then get rows. Each target table must follow its source table (by OID):
-// rows of the table now named a go to the target table holding its older rows.
-func TestE2ETablesSwapNames(t *testing.T) {
-	e := e2ePair(t, 15)
-	e.src.Exec(t, `CREATE TABLE sw_a (id int PRIMARY KEY, v text); INSERT INTO sw_a VALUES (1, 'a1'), (2, 'a2');
-		CREATE TABLE sw_b (id int PRIMARY KEY, v text); INSERT INTO sw_b VALUES (1, 'b1'), (2, 'b2')`)
-	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-	swap := "BEGIN; ALTER TABLE sw_a RENAME TO sw_tmp; ALTER TABLE sw_b RENAME TO sw_a; ALTER TABLE sw_tmp RENAME TO sw_b; COMMIT"
-
-	// Stopped; the table now named b (a's rows) gets the first change.
-	e.src.Exec(t, swap)
-	e.src.Exec(t, "INSERT INTO sw_b VALUES (3, 'a3'); INSERT INTO sw_a VALUES (3, 'b3'); UPDATE sw_b SET v = 'a1x' WHERE id = 1")
-	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-	renameCheck(t, e, "swapped while stopped", "public.sw_a,public.sw_b")
-	if got := e.tgt.QueryString(t, renameRows("sw_a")); got != "1 b1,2 b2,3 b3" {
-		t.Errorf("swapped while stopped: target sw_a holds %s, want b's rows", got)
-	}
-
-	// Running; swapped back, and the table now named a gets the first change.
-	p := e.start("replicate")
-	e2eSync(t, e, p, 2*time.Minute)
-	e.src.Exec(t, swap)
-	e.src.Exec(t, "INSERT INTO sw_a VALUES (4, 'a4'); INSERT INTO sw_b VALUES (4, 'b4'); UPDATE sw_b SET v = 'b2x' WHERE id = 2")
-	e2eSync(t, e, p, 2*time.Minute)
-	renameCheck(t, e, "swapped back while running", "public.sw_a,public.sw_b")
-	if got := e.tgt.QueryString(t, renameRows("sw_a")); got != "1 a1x,2 a2,3 a3,4 a4" {
-		t.Errorf("swapped back while running: target sw_a holds %s, want a's rows", got)
-	}
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d; log:\n%s", code, p.logs())
-	}
-}
-
-// TestE2ETableNameReused: a table is renamed and a new table is created under
-// its old name. The new one is created on the target; the old target table
-// follows its source table to its new name with its rows, also when the old
-// table gets no change (its new name is read from the source catalog) and when
-// the new table's columns have other types.
-func TestE2ETableNameReused(t *testing.T) {
-	e := e2ePair(t, 15)
-	e.src.Exec(t, `CREATE TABLE nr_b (id int PRIMARY KEY, v text); INSERT INTO nr_b VALUES (1, 'old1'), (2, 'old2');
-		CREATE TABLE nr_c (id int PRIMARY KEY, v text); INSERT INTO nr_c VALUES (1, 'c1'), (2, 'c2')`)
-	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-
-	// Stopped, the same columns; only the new table gets rows.
-	e.src.Exec(t, `ALTER TABLE nr_b RENAME TO nr_b_old; CREATE TABLE nr_b (id int PRIMARY KEY, v text);
-		INSERT INTO nr_b VALUES (3, 'new3'), (4, 'new4')`)
-	e.mustRun(3*time.Minute, "migrate").waitLog(t, "caught up", 0)
-	renameCheck(t, e, "same columns, stopped", "public.nr_b,public.nr_b_old,public.nr_c")
-
-	// Running, other column types; the old table changes after the new one.
-	p := e.start("replicate")
-	e2eSync(t, e, p, 2*time.Minute)
-	e.src.Exec(t, `ALTER TABLE nr_c RENAME TO nr_c_old; CREATE TABLE nr_c (id bigint PRIMARY KEY, v int, d date);
-		INSERT INTO nr_c VALUES (1, 7, '2024-01-01'), (5, 8, NULL)`)
-	e.src.Exec(t, "UPDATE nr_c_old SET v = 'c2x' WHERE id = 2; INSERT INTO nr_b_old VALUES (3, 'old3')")
-	e2eSync(t, e, p, 2*time.Minute)
-	renameCheck(t, e, "other types, running", "public.nr_b,public.nr_b_old,public.nr_c,public.nr_c_old")
-	if code := p.term(t, time.Minute); code != 0 {
-		t.Errorf("replicate exited %d; log:\n%s", code, p.logs())
-	}
+// renamed is renameCheck as a step of TestE2ECases.
+func renamed(step, wantTables string) e2eStep {
+	return e2eStep{"rename check: " + step, func(r *e2eCaseRun) {
+		r.t.Helper()
+		renameCheck(r.t, r.e, step, wantTables)
+	}}
 }
 
 // TestE2ETableDroppedAndCreatedAgain: a table is dropped and created again

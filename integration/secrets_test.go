@@ -7,6 +7,7 @@ package integration
 // server at all.
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -26,9 +27,11 @@ import (
 func secretsRun(t *testing.T, e *e2eEnv, cmd string, insert func()) (output string, code int) {
 	t.Helper()
 	p := e.start(cmd)
-	deadline := time.Now().Add(2 * time.Minute)
 	inserted := false
-	for !p.exited() {
+	err := harness.Await(2*time.Minute, 20*time.Millisecond, "pgrelay "+cmd+" to settle", func() error {
+		if p.exited() {
+			return nil
+		}
 		logs := strings.Join(p.errOut.all(), "\n")
 		streaming := strings.Contains(logs, `"msg":"streaming"`) || strings.Contains(logs, "msg=streaming")
 		if cmd == "tail" && streaming && !inserted {
@@ -37,13 +40,13 @@ func secretsRun(t *testing.T, e *e2eEnv, cmd string, insert func()) (output stri
 		}
 		if strings.Contains(logs, "will retry") || cmd == "replicate" && streaming || cmd == "tail" && len(p.out.all()) > 0 {
 			p.term(t, time.Minute)
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			p.kill()
-			t.Fatalf("pgrelay %s did not settle within 2m; log:\n%s", cmd, p.logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return errors.New("it runs on")
+	})
+	if err != nil {
+		p.kill()
+		t.Fatalf("%v; log:\n%s", err, p.logs())
 	}
 	return strings.Join(p.out.all(), "\n") + "\n" + strings.Join(p.errOut.all(), "\n"), p.code()
 }

@@ -244,15 +244,15 @@ func TestSinkMySQLSeedStore(t *testing.T) {
 	if err := store.StartSeed(ctx, "b", 0x1000); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Teardown(ctx, "a"); err != nil {
+	if err := s.Teardown(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	wantMyQuery(t, my, "b", "SELECT GROUP_CONCAT(slot) FROM pgrelay_seed")
-	if err := store.Teardown(ctx, "b"); err != nil {
+	if err := s.Teardown(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	wantMyQuery(t, my, "0", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'pgrelay\\_%'")
-	if err := store.Teardown(ctx, "b"); err != nil {
+	if err := s.Teardown(ctx, "b"); err != nil {
 		t.Fatalf("Teardown twice: %v", err)
 	}
 	// Setup again brings the metadata back.

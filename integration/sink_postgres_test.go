@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/integration/harness"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/postgres"
@@ -55,6 +56,77 @@ func (tg *pgSinkTarget) open(t *testing.T) *postgres.Sink {
 func (tg *pgSinkTarget) Rows(t *testing.T, table *schema.Table) [][]string {
 	t.Helper()
 	return pgRows(t, tg.pg, table)
+}
+
+// The abilities of sinktest's optional Target interfaces.
+var (
+	_ sinktest.TableMaker       = (*pgSinkTarget)(nil)
+	_ sinktest.SessionKiller    = (*pgSinkTarget)(nil)
+	_ sinktest.ReadOnlySwitch   = (*pgSinkTarget)(nil)
+	_ sinktest.RestrictedOpener = (*pgSinkTarget)(nil)
+	_ sinktest.SequenceReader   = (*pgSinkTarget)(nil)
+
+	_ sinktest.PreparedCommitter = (*pgSinkTarget)(nil)
+)
+
+func (tg *pgSinkTarget) CommitPreparedBehind(t *testing.T, gid string) {
+	t.Helper()
+	tg.pg.Exec(t, "COMMIT PREPARED "+pgquote.Literal(gid))
+}
+
+func (tg *pgSinkTarget) MakeTable(t *testing.T, schemaName, name string, withRow bool) {
+	t.Helper()
+	q := pgx.Identifier{schemaName, name}.Sanitize()
+	tg.pg.Exec(t, "CREATE TABLE "+q+" (id bigint PRIMARY KEY, name text)")
+	if withRow {
+		tg.pg.Exec(t, "INSERT INTO "+q+" VALUES (1, 'theirs')")
+	}
+}
+
+func (tg *pgSinkTarget) KillSessions(t *testing.T) {
+	t.Helper()
+	tg.pg.Exec(t, `SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity
+		WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()`)
+}
+
+func (tg *pgSinkTarget) SetReadOnly(t *testing.T, on bool) {
+	t.Helper()
+	tg.pg.Exec(t, fmt.Sprintf("ALTER DATABASE %s SET default_transaction_read_only = %t", pgx.Identifier{tg.pg.DB}.Sanitize(), on))
+}
+
+// OpenRestricted opens a sink as a role that may log in and act as a replica
+// (GRANT SET ON PARAMETER, PostgreSQL 15+), and nothing more.
+func (tg *pgSinkTarget) OpenRestricted(t *testing.T) sink.Sink {
+	t.Helper()
+	if tg.pg.Major < 15 {
+		t.Skip("before PostgreSQL 15 only a superuser may set session_replication_role: no restricted role can open a sink")
+	}
+	role := "sinktest_plain_" + tg.pg.DB
+	tg.pg.Exec(t, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'plain-pw'; GRANT SET ON PARAMETER session_replication_role TO %[1]s`, pgx.Identifier{role}.Sanitize()))
+	t.Cleanup(func() {
+		tg.pg.Exec(t, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", pgx.Identifier{role}.Sanitize()))
+	})
+	u, err := url.Parse(tg.pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "plain-pw")
+	s, err := postgres.New(t.Context(), u.String(), tg.opts)
+	if err != nil {
+		t.Fatalf("postgres.New as %s: %v", role, err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func (tg *pgSinkTarget) NextValue(t *testing.T, table *schema.Table, column string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(tg.pg.QueryString(t, "SELECT pg_catalog.nextval(pg_catalog.pg_get_serial_sequence($1, $2))",
+		pgx.Identifier{table.Schema, table.Name}.Sanitize(), column), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // pgRows reads a table's rows in text form on a connection of its own.
@@ -336,7 +408,7 @@ func TestSinkPostgresFullIdentityTypes(t *testing.T) {
 	mustApply(t, s, 30, sinktest.Del(tb, 21, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)")))
 	wantQuery(t, pg, "2", `SELECT count(*) FROM public.full_types`)
 	err := pgApply(t, s, 40, sinktest.Del(tb, 31, source.OldFull, row(`{"k":  "v"}`, "(1.5,2)")))
-	if !errors.Is(err, postgres.ErrRowNotFound) || !strings.Contains(err.Error(), `"public"."full_types"`) {
+	if !errors.Is(err, sink.ErrRowNotFound) || !strings.Contains(err.Error(), `"public"."full_types"`) {
 		t.Fatalf("deleting a missing row: %v", err)
 	}
 }
@@ -623,15 +695,15 @@ func TestSinkPostgresSeedStore(t *testing.T) {
 	if err := store.StartSeed(ctx, "b", 0x1000); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Teardown(ctx, "a"); err != nil {
+	if err := s.Teardown(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	wantQuery(t, pg, "b", "SELECT string_agg(slot, ',') FROM pgrelay.seed")
-	if err := store.Teardown(ctx, "b"); err != nil {
+	if err := s.Teardown(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	wantQuery(t, pg, "f", "SELECT to_regnamespace('pgrelay') IS NOT NULL")
-	if err := store.Teardown(ctx, "b"); err != nil {
+	if err := s.Teardown(ctx, "b"); err != nil {
 		t.Fatalf("Teardown twice: %v", err)
 	}
 }
@@ -681,11 +753,17 @@ func TestSinkPostgresEmpty(t *testing.T) {
 	}
 	emptied := make(chan error, 1)
 	go func() { emptied <- s.Empty(ctx, tb) }()
-	select {
-	case err := <-emptied:
-		t.Fatalf("Empty returned (%v) while a load into the table was open", err)
-	case <-time.After(500 * time.Millisecond):
-	}
+	harness.Eventually(t, 30*time.Second, "Empty to wait for the open load's lock", func() error {
+		select {
+		case err := <-emptied:
+			return harness.Abort(fmt.Errorf("Empty returned (%v) while a load into the table was open", err))
+		default:
+		}
+		if n := pg.QueryString(t, "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = 'public.clean'::regclass AND NOT granted"); n == "0" {
+			return errors.New("nothing waits for a lock on public.clean")
+		}
+		return nil
+	})
 	if _, err := other.Exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
@@ -808,12 +886,13 @@ func TestSinkPostgresBulkConnections(t *testing.T) {
 	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("not a number\tx\t\\N\n")); err == nil {
 		t.Fatal("a bad row loaded")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for loaders() != "" && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := loaders(); got != "" {
-		t.Errorf("the session of a failed load is kept: %s", got)
+	if err := harness.Await(10*time.Second, 50*time.Millisecond, "the session of a failed load to end", func() error {
+		if got := loaders(); got != "" {
+			return fmt.Errorf("loading session %s", got)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("the session of a failed load is kept: %v", err)
 	}
 	if _, err := s.CopyFrom(t.Context(), tb, strings.NewReader("5\tx\t\\N\n")); err != nil {
 		t.Fatal(err)
@@ -864,11 +943,11 @@ func TestSinkPostgresPreconnect(t *testing.T) {
 	before := sessions()
 	s.Preconnect(ctx, 2)
 	deadline := time.Now().Add(10 * time.Second)
-	for sessions() != before+3 && time.Now().Before(deadline) {
+	for sessions() != before+4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := sessions(); got != before+3 {
-		t.Fatalf("%d sessions after Preconnect(2), %d before: want the metadata one and two loaders", got, before)
+	if got := sessions(); got != before+4 {
+		t.Fatalf("%d sessions after Preconnect(2), %d before: want the metadata one, the lock's and two loaders", got, before)
 	}
 	if _, _, err := s.Seed(ctx, "preconnect_slot"); err != nil {
 		t.Fatal(err)
@@ -884,8 +963,11 @@ func TestSinkPostgresPreconnect(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if got := sessions(); got != before+3 {
-		t.Errorf("%d sessions after a metadata query and two loads at once on the connections Preconnect(2) opened, %d before: want 3 more", got, before)
+	if _, err := s.LockSlot(ctx, "preconnect_slot", func() { t.Error("LockSlot waited for a lock nobody holds") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessions(); got != before+4 {
+		t.Errorf("%d sessions after a metadata query, a lock and two loads at once on the connections Preconnect(2) opened, %d before: want 4 more", got, before)
 	}
 	wantQuery(t, pg, "2", "SELECT count(*) FROM public.preconnected")
 	if err := s.Close(ctx); err != nil {
@@ -1499,11 +1581,11 @@ func TestSinkPostgresCommitAsync(t *testing.T) {
 	}
 	asyncCommit(4000, chs...)
 	// The next transaction queues, and fails with the commit before it.
-	if err := pgApply(t, s, 4500, sinktest.Upd(tb, 4100, sinktest.Row(T("2"), T("c"), N()))); !errors.Is(err, postgres.ErrRowNotFound) {
+	if err := pgApply(t, s, 4500, sinktest.Upd(tb, 4100, sinktest.Row(T("2"), T("c"), N()))); !errors.Is(err, sink.ErrRowNotFound) {
 		t.Fatalf("a transaction after a failed outstanding commit: %v, want the commit's error", err)
 	}
 	err := s.Settle(ctx)
-	if !errors.Is(err, postgres.ErrRowNotFound) || !strings.Contains(err.Error(), "777") || !strings.Contains(err.Error(), source.LSN(3017).String()) {
+	if !errors.Is(err, sink.ErrRowNotFound) || !strings.Contains(err.Error(), "777") || !strings.Contains(err.Error(), source.LSN(3017).String()) {
 		t.Fatalf("Settle: %v, want the missing row 777 at %s", err, source.LSN(3017))
 	}
 	wantQuery(t, pg, "0", "SELECT count(*) FROM public.async_items WHERE name = 'c'")
@@ -1816,12 +1898,13 @@ func TestSinkPostgresPrimaryKeyLocks(t *testing.T) {
 	}
 	added := make(chan error, 1)
 	go func() { added <- s.AddPrimaryKey(ctx, keyed("id")("held")) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "waiting for a lock on a target table") {
-		if time.Now().After(deadline) {
-			t.Fatalf("AddPrimaryKey did not say it waits for the lock:\n%s", logs.String())
+	if err := harness.Await(30*time.Second, 50*time.Millisecond, "AddPrimaryKey to say it waits for the lock", func() error {
+		if !strings.Contains(logs.String(), "waiting for a lock on a target table") {
+			return errors.New("no such log line")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, logs.String())
 	}
 	select {
 	case err := <-added:
@@ -1910,12 +1993,13 @@ func TestSinkPostgresLockWatch(t *testing.T) {
 		go func() {
 			done <- pgApply(t, s, at, sinktest.Ins(tb, at, sinktest.Row(sinktest.T(id), sinktest.N(), sinktest.N())))
 		}()
-		deadline := time.Now().Add(30 * time.Second)
-		for !logHas(logs.String(), c.want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no log line with %q after 30 s:\n%s", c.name, c.want, logs.String())
+		if err := harness.Await(30*time.Second, 50*time.Millisecond, fmt.Sprintf("%s: a log line with %q", c.name, c.want), func() error {
+			if !logHas(logs.String(), c.want) {
+				return errors.New("none")
 			}
-			time.Sleep(50 * time.Millisecond)
+			return nil
+		}); err != nil {
+			t.Fatalf("%v:\n%s", err, logs.String())
 		}
 		select {
 		case err := <-done:
@@ -1952,12 +2036,13 @@ func TestSinkPostgresLockWatch(t *testing.T) {
 		copied <- err
 	}()
 	want := []string{"level=WARN", "waiting for a lock", `application \"locker\"`, "watched"}
-	deadline := time.Now().Add(30 * time.Second)
-	for !logHas(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("copy: no log line with %q after 30 s:\n%s", want, logs.String())
+	if err := harness.Await(30*time.Second, 50*time.Millisecond, fmt.Sprintf("copy: a log line with %q", want), func() error {
+		if !logHas(logs.String(), want) {
+			return errors.New("none")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, logs.String())
 	}
 	if _, err := holder.Exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -56,16 +57,21 @@ func testE2ESlotSnapshotXminAboveXmax(t *testing.T, major int) {
 	// waits for transaction xid to end.
 	awaitWaitOn := func(p *e2eProc, xid string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for e.src.QueryString(t, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
-			WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = $1)`, xid) != "t" {
-			if p.exited() || time.Now().After(deadline) {
-				t.Fatalf("slot creation did not wait for transaction %s; locks %s; activity %s; log:\n%s", xid,
-					e.src.QueryString(t, "SELECT string_agg(locktype || ' ' || coalesce(transactionid::text, '') || ' ' || mode || ' ' || granted || ' ' || pid, '; ') FROM pg_locks"),
-					e.src.QueryString(t, "SELECT string_agg(pid || ' ' || backend_type || ' ' || coalesce(wait_event_type, '') || ' ' || coalesce(wait_event, '') || ' ' || coalesce(query, ''), '; ') FROM pg_stat_activity"),
-					p.logs())
+		err := harness.Await(20*time.Second, 20*time.Millisecond, "the slot's creation to wait for transaction "+xid, func() error {
+			if e.src.QueryString(t, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks
+				WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = $1)`, xid) == "t" {
+				return nil
 			}
-			time.Sleep(20 * time.Millisecond)
+			if p.exited() {
+				return harness.Abort(fmt.Errorf("%s exited (%v)", p.name, p.err))
+			}
+			return errors.New("nothing waits for it")
+		})
+		if err != nil {
+			t.Fatalf("%v; locks %s; activity %s; log:\n%s", err,
+				e.src.QueryString(t, "SELECT string_agg(locktype || ' ' || coalesce(transactionid::text, '') || ' ' || mode || ' ' || granted || ' ' || pid, '; ') FROM pg_locks"),
+				e.src.QueryString(t, "SELECT string_agg(pid || ' ' || backend_type || ' ' || coalesce(wait_event_type, '') || ' ' || coalesce(wait_event, '') || ' ' || coalesce(query, ''), '; ') FROM pg_stat_activity"),
+				p.logs())
 		}
 	}
 

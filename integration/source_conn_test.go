@@ -160,8 +160,7 @@ func withTimeout(t *testing.T, d time.Duration) context.Context {
 // waitConfirmed polls the slot until confirmed_flush_lsn equals want.
 func waitConfirmed(t *testing.T, conn *pgx.Conn, slot string, want source.LSN) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	harness.Eventually(t, 10*time.Second, fmt.Sprintf("slot %s to confirm %v", slot, want), func() error {
 		st, err := source.ReadSlot(withTimeout(t, 5*time.Second), conn, slot)
 		if err != nil {
 			t.Fatal(err)
@@ -169,14 +168,45 @@ func waitConfirmed(t *testing.T, conn *pgx.Conn, slot string, want source.LSN) {
 		if st.ConfirmedFlushLSN > want {
 			t.Fatalf("confirmed_flush_lsn %v passed the acked %v", st.ConfirmedFlushLSN, want)
 		}
-		if st.ConfirmedFlushLSN == want {
-			return
+		if st.ConfirmedFlushLSN != want {
+			return fmt.Errorf("confirmed_flush_lsn is %v", st.ConfirmedFlushLSN)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("confirmed_flush_lsn is %v, want %v", st.ConfirmedFlushLSN, want)
+		return nil
+	})
+}
+
+// awaitReplyAfter waits until the walsender streaming from slot holds a
+// standby status update the client sent after the time after (a timestamptz;
+// the client stamps each with its clock, and runs on this machine) and
+// returns that update's time. It fails the test if rs's Run returns first.
+func awaitReplyAfter(t *testing.T, pg *harness.PG, slot, after string, rs *runningStream) string {
+	t.Helper()
+	var at string
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("a status update of slot %s's client sent after %s", slot, after), func() error {
+		select {
+		case err := <-rs.done:
+			return harness.Abort(fmt.Errorf("Run returned %v", err))
+		default:
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		at = pg.QueryString(t, `SELECT coalesce((SELECT r.reply_time::text FROM pg_catalog.pg_stat_replication r
+			JOIN pg_catalog.pg_replication_slots s ON s.active_pid = r.pid
+			WHERE s.slot_name = $1 AND r.reply_time > $2::timestamptz), '')`, slot, after)
+		if at == "" {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	return at
+}
+
+// awaitStatusUpdates waits until the walsender streaming from slot has taken
+// in a standby status update the client sent from now on, and confirmed
+// what it says: the confirmation follows the update's arrival, and is done
+// before the walsender takes in the next one, which this also waits for.
+func awaitStatusUpdates(t *testing.T, pg *harness.PG, slot string, rs *runningStream) {
+	t.Helper()
+	first := awaitReplyAfter(t, pg, slot, pg.QueryString(t, "SELECT clock_timestamp()::text"), rs)
+	awaitReplyAfter(t, pg, slot, first, rs)
 }
 
 func TestConnStreamEndToEnd(t *testing.T) {
@@ -281,14 +311,15 @@ func TestConnStreamEndToEnd(t *testing.T) {
 				t.Fatalf("positions: consistent %v, A end %v, B end %v, received %v", info.ConsistentPoint, aEnd, bEnd, rs.Received())
 			}
 
-			// Nothing acked: the slot stays at the consistent point.
-			time.Sleep(300 * time.Millisecond)
+			// Nothing acked: the slot stays at the consistent point, status
+			// updates come and go.
+			awaitStatusUpdates(t, pg, "s1", rs)
 			waitConfirmed(t, conn, "s1", info.ConsistentPoint)
 			// Ack A: confirmed_flush_lsn moves to exactly A's end, not to B's
 			// end nor to the received position.
 			rs.Ack(aEnd)
 			waitConfirmed(t, conn, "s1", aEnd)
-			time.Sleep(300 * time.Millisecond) // several status updates later
+			awaitStatusUpdates(t, pg, "s1", rs)
 			waitConfirmed(t, conn, "s1", aEnd)
 			rs.Ack(bEnd)
 			waitConfirmed(t, conn, "s1", bEnd)
@@ -366,12 +397,11 @@ func TestStreamKeepaliveWhileConsumerIsNotReading(t *testing.T) {
 
 			// Idle, with no periodic status updates: only answering the server's
 			// keepalives (it asks after half the timeout) keeps the stream alive.
+			// A reply more than twice the timeout after the start shows the
+			// stream lived through it.
+			later := pg.QueryString(t, "SELECT (clock_timestamp() + interval '5 seconds')::text")
 			rs := startStream(t, pg, "ka", 0, source.StreamOptions{Publication: "pub", StatusInterval: time.Hour})
-			select {
-			case err := <-rs.done:
-				t.Fatalf("idle stream ended: %v\n%s", err, pg.ServerLog())
-			case <-time.After(5 * time.Second):
-			}
+			awaitReplyAfter(t, pg, "ka", later, rs)
 			rs.stop(t)
 
 			// Back-pressure: the consumer reads nothing while a large transaction
@@ -382,19 +412,18 @@ func TestStreamKeepaliveWhileConsumerIsNotReading(t *testing.T) {
 			rs = startStream(t, pg, "ka", info.ConsistentPoint, source.StreamOptions{
 				Publication: "pub", StatusInterval: 200 * time.Millisecond, BufferFrames: 4,
 			})
-			deadline := time.Now().Add(10 * time.Second)
-			for len(rs.Frames()) < 4 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if len(rs.Frames()) != 4 {
-				t.Fatalf("buffer never filled: %d frames", len(rs.Frames()))
+			if err := harness.Await(10*time.Second, 5*time.Millisecond, "the buffer to fill", func() error {
+				if n := len(rs.Frames()); n < 4 {
+					return fmt.Errorf("%d frames", n)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
 			pid := pg.QueryString(t, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'ka'")
-			select {
-			case err := <-rs.done:
-				t.Fatalf("stream ended while the consumer was not reading: %v\n%s", err, pg.ServerLog())
-			case <-time.After(5 * time.Second):
-			}
+			// Status updates go on while nobody reads, and keep the stream
+			// alive past twice the timeout.
+			awaitReplyAfter(t, pg, "ka", pg.QueryString(t, "SELECT (clock_timestamp() + interval '5 seconds')::text"), rs)
 			if len(rs.Frames()) != 4 {
 				t.Fatalf("buffer changed while nobody read: %d frames", len(rs.Frames()))
 			}
@@ -467,17 +496,13 @@ func TestSlotInUseTakeover(t *testing.T) {
 			// connection, takes over.
 			first.stop(t)
 			var s *source.Stream
-			deadline := time.Now().Add(15 * time.Second)
-			for {
+			harness.Eventually(t, 15*time.Second, "the second connection to take the slot over", func() error {
 				s, err = second.StartReplication(ctx, "shared", 0, source.StreamOptions{Publication: "pub"})
-				if err == nil {
-					break
+				if err != nil && !errors.Is(err, source.ErrSlotInUse) {
+					return harness.Abort(err)
 				}
-				if !errors.Is(err, source.ErrSlotInUse) || time.Now().After(deadline) {
-					t.Fatalf("takeover: %v", err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return err
+			})
 			runCtx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- s.Run(runCtx) }()
@@ -499,17 +524,13 @@ func TestSlotInUseTakeover(t *testing.T) {
 			_ = second.Close(ctx)
 
 			// Stopped: the slot can be dropped.
-			deadline = time.Now().Add(10 * time.Second)
-			for {
+			harness.Eventually(t, 10*time.Second, "the slot to be dropped", func() error {
 				err := source.DropSlot(ctx, conn, "shared")
-				if err == nil {
-					break
+				if err != nil && !errors.Is(err, source.ErrSlotInUse) {
+					return harness.Abort(err)
 				}
-				if !errors.Is(err, source.ErrSlotInUse) || time.Now().After(deadline) {
-					t.Fatalf("drop: %v", err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return err
+			})
 			if err := source.DropSlot(ctx, conn, "shared"); !errors.Is(err, source.ErrSlotNotFound) {
 				t.Fatalf("drop of a missing slot: %v, want ErrSlotNotFound", err)
 			}
@@ -857,18 +878,19 @@ func TestStreamStatusWhileIdle(t *testing.T) {
 		commit = rs.next(t, 15*time.Second)
 	}
 	rs.Ack(commit.endLSN)
-	deadline := time.Now().Add(10 * time.Second)
-	for pg.QueryString(t, "SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'idle_slot'", commit.endLSN.String()) != "t" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the ack of %s did not reach the server within 10s of idle streaming", commit.endLSN)
+	harness.Eventually(t, 10*time.Second, "the ack of "+commit.endLSN.String()+" to reach the server while the stream is idle", func() error {
+		if got := pg.QueryString(t, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'idle_slot'"); e2eLSN(t, "confirmed_flush_lsn", got) < commit.endLSN {
+			return fmt.Errorf("the slot confirmed %s", got)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 
-	// A long status period: cancelling must not wait for it.
+	// A long status period: cancelling must not wait for it. Cancelled once
+	// Run is in its loop (its first status update has come).
 	rs.stop(t)
+	started := pg.QueryString(t, "SELECT clock_timestamp()::text")
 	rs = startStream(t, pg, "idle_slot", commit.endLSN, source.StreamOptions{Publication: "idle_pub", StatusInterval: time.Hour})
-	time.Sleep(500 * time.Millisecond)
+	awaitReplyAfter(t, pg, "idle_slot", started, rs)
 	start := time.Now()
 	rs.stop(t)
 	if took := time.Since(start); took > 5*time.Second {

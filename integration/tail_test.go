@@ -217,16 +217,12 @@ func testTail(t *testing.T, bin string, major int) {
 			t.Errorf("PGRELAY_LOG_FORMAT=json but log line is not JSON: %s", l)
 		}
 	}
-	gone := false
-	for i := 0; i < 50 && !gone; i++ {
-		gone = pg.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pgrelay_tail_%' AND database = current_database()") == "0"
-		if !gone {
-			time.Sleep(100 * time.Millisecond)
+	harness.Eventually(t, 5*time.Second, "tail's temporary slot to go away after it exited", func() error {
+		if n := pg.QueryString(t, "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pgrelay_tail_%' AND database = current_database()"); n != "0" {
+			return fmt.Errorf("%s such slots", n)
 		}
-	}
-	if !gone {
-		t.Errorf("tail's temporary slot still exists after it exited")
-	}
+		return nil
+	})
 }
 
 // TestTailBadSettings: each bad setting gives exactly one clear line on stderr,

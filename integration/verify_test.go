@@ -6,11 +6,14 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrelay/pgrelay/integration/harness"
 )
 
 // e2eVerifyReport is `pgrelay verify --json`.
@@ -314,7 +317,13 @@ func testVerifyLive(t *testing.T, major int) {
 	e2eSync(t, e, rep, time.Minute)
 
 	w := e2eStartWriter(t, e.src, e2eRand(t), 20001)
-	time.Sleep(time.Second) // the target lags behind a running writer
+	// verify starts with the writer under way: the target lags behind it.
+	harness.Eventually(t, time.Minute, "the writer's first transactions", func() error {
+		if n := w.committed(); n < 20 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
 	r, p, code := e.verify(t, 5*time.Minute)
 	ops := w.stop(t)
 	t.Logf("%d writer transactions during verify", ops)

@@ -211,6 +211,26 @@ func ValidateSlotName(name string) error {
 	return nil
 }
 
+// SplitTableList splits a list of table names (PGRELAY_TABLES) at the commas
+// that are not inside a double quoted identifier: public."a,b",s.c is two
+// entries.
+func SplitTableList(s string) []string {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			quoted = !quoted // "" inside quotes toggles twice: still quoted
+		case ',':
+			if !quoted {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
 // SplitTableName splits "schema.table" into its parts. Either part may be
 // double-quoted (embedded quotes doubled) to keep its case or contain dots;
 // unquoted parts fold to lower case, as in SQL.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +347,18 @@ func TestConnDescribeConnectErrorHosts(t *testing.T) {
 	err = describeConnectErrorOf("source", cfg, fmt.Errorf("failed: %w", errors.Join(&net.DNSError{Name: "db1.example", Err: "no such host"})), false)
 	if want := `source: cannot resolve host "db1.example": no such host: fix the host in the source URL`; err.Error() != want {
 		t.Errorf("got  %s\nwant %s", err, want)
+	}
+}
+
+func TestSplitTableList(t *testing.T) {
+	for in, want := range map[string][]string{
+		`public.a`:         {`public.a`},
+		`public."a,b",s.c`: {`public."a,b"`, `s.c`},
+		`"x""y,z".t, u.v`:  {`"x""y,z".t`, ` u.v`},
+		``:                 {``},
+	} {
+		if got := SplitTableList(in); !slices.Equal(got, want) {
+			t.Errorf("SplitTableList(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,6 +330,14 @@ func TestStreamPeriodicStatusWhileConsumerIsBlocked(t *testing.T) {
 func TestStreamByteBound(t *testing.T) {
 	f := &fakeWalsender{}
 	_, s := startFake(t, f, 0, StreamOptions{StatusInterval: time.Hour, BufferBytes: 100})
+	// Run reads the clock in the loop that holds a frame back, and after it
+	// delivered one: a reading once a frame was received says Run has handled
+	// it, delivered or held.
+	var seenAt atomic.Uint64 // the received position at the latest reading
+	s.now = func() time.Time {
+		seenAt.Store(uint64(s.Received()))
+		return time.Now()
+	}
 	<-f.queries
 	_, _ = runStream(t, s)
 
@@ -337,26 +346,33 @@ func TestStreamByteBound(t *testing.T) {
 			f.xlog(LSN(0x10+i), make([]byte, 60))
 		}
 	}()
-	waitLen := func(want int) {
+	// held waits until Run has handled the frame at lsn, and checks that it
+	// held it back: the buffer holds one frame, and the next would pass 100
+	// bytes. lsn 0 waits for the one frame only.
+	held := func(lsn LSN) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Second)
-		for len(s.Frames()) != want && time.Now().Before(deadline) {
+		for len(s.Frames()) != 1 || LSN(seenAt.Load()) < lsn {
+			if time.Now().After(deadline) {
+				t.Fatalf("buffer holds %d frames, want 1 (and the frame at %v held back); Run last looked at the clock at %v", len(s.Frames()), lsn, LSN(seenAt.Load()))
+			}
 			time.Sleep(time.Millisecond)
 		}
-		// Stays there: the next frame would pass 100 bytes.
-		time.Sleep(30 * time.Millisecond)
-		if got := len(s.Frames()); got != want {
-			t.Fatalf("buffer holds %d frames, want %d", got, want)
+		if got := len(s.Frames()); got != 1 {
+			t.Fatalf("buffer holds %d frames, want 1", got)
 		}
 	}
-	waitLen(1)
+	held(0x11)
 	for i := range 4 {
 		fr := <-s.Frames()
 		if fr.WALStart != LSN(0x10+i) {
 			t.Fatalf("frame %d at %v", i, fr.WALStart)
 		}
-		if i < 3 {
-			waitLen(1)
+		switch {
+		case i < 2:
+			held(LSN(0x10 + i + 2))
+		case i == 2:
+			held(0) // the last frame, nothing behind it
 		}
 	}
 	// One frame larger than the whole bound still passes, alone.

@@ -19,8 +19,9 @@ import (
 	"github.com/pgrelay/pgrelay/source"
 )
 
-// Sink is an in-memory sink.Sink with the TwoPhase and DDLCommits capabilities.
-// It is safe for concurrent use.
+// Sink is an in-memory sink.Sink with every required capability (sink.Target:
+// control.go) and the TwoPhase, DDLCommits and AsyncCommitter ones. It is safe
+// for concurrent use.
 type Sink struct {
 	// NonTransactionalDDL makes DDLCommits report true (a MySQL-like target).
 	// EnsureTable then fails while a transaction is open.
@@ -49,9 +50,13 @@ type Sink struct {
 	epoch       int
 	problems    []string
 	settleErr   error // Async: the outcome of the last CommitAsync
+
+	control // control.go
 }
 
 var (
+	_ sink.Target = (*Sink)(nil) // control.go
+
 	_ sink.Sink           = (*Sink)(nil)
 	_ sink.TwoPhase       = (*Sink)(nil)
 	_ sink.DDLCommits     = (*Sink)(nil)
@@ -70,6 +75,7 @@ func New(start source.LSN) *Sink {
 		prepareEnds: make(map[string]source.LSN),
 		tables:      make(map[string]*schema.Table),
 		open:        make(map[*Tx]bool),
+		control:     newControl(),
 	}
 }
 
@@ -101,8 +107,8 @@ func (s *Sink) Committed() []string {
 	return slices.Clone(s.committed)
 }
 
-// Progress returns the stored position.
-func (s *Sink) Progress() sink.Progress {
+// Stored returns the stored position.
+func (s *Sink) Stored() sink.Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.progress
@@ -154,6 +160,7 @@ func (s *Sink) Setup(_ context.Context, slot string) (sink.Progress, error) {
 	if err := s.logLocked("setup " + slot); err != nil {
 		return sink.Progress{}, err
 	}
+	s.hasMeta = true
 	return s.progress, nil
 }
 
@@ -182,6 +189,7 @@ func (s *Sink) EnsureTable(_ context.Context, t, prev *schema.Table) error {
 		return err
 	}
 	s.tables[t.QualifiedName()] = t
+	s.knowLocked(t)
 	return nil
 }
 

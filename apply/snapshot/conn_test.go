@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,6 +116,8 @@ func TestConnPoolGetWaitsForTheDialInFlight(t *testing.T) {
 	ctx := context.Background()
 	gate := make(chan struct{})
 	srv := newFakeServer(t, gate)
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open) // before the server's cleanup, which waits for its handshakes
 	pool := NewConnPool(srv.url())
 	pool.Predial(ctx, 1)
 	got := make(chan error, 1)
@@ -124,12 +128,21 @@ func TestConnPoolGetWaitsForTheDialInFlight(t *testing.T) {
 		}
 		got <- err
 	}()
-	select {
-	case err := <-got:
-		t.Fatalf("Get returned (%v) before the predialed connection opened", err)
-	case <-time.After(100 * time.Millisecond):
+	// Get waits for the dial in flight (its goroutine parks in the pool's
+	// condition variable) instead of dialing one of its own.
+	deadline := time.Now().Add(10 * time.Second)
+	for !goroutineWaitsIn("snapshot.(*ConnPool).Get", "sync.(*Cond).Wait") {
+		select {
+		case err := <-got:
+			t.Fatalf("Get returned (%v) before the predialed connection opened", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Get does not wait for the predialed connection")
+		}
+		time.Sleep(time.Millisecond)
 	}
-	close(gate)
+	open()
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
@@ -178,4 +191,17 @@ func TestConnPoolCloseClosesWhatIsLeft(t *testing.T) {
 		t.Errorf("%d connections left in the pool after Close", left)
 	}
 	c.Close(ctx)
+}
+
+// goroutineWaitsIn reports whether a goroutine's stack holds both fn and
+// waitIn (a function it blocks in).
+func goroutineWaitsIn(fn, waitIn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) && strings.Contains(g, waitIn) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,10 +214,38 @@ func TestCopyOutConnectionLost(t *testing.T) {
 	}
 }
 
+// waitingReader is the source side of a fake connection that says when a
+// read begins after all of the first n bytes were read: a reader waiting for
+// more than the server sent.
+type waitingReader struct {
+	net.Conn
+	n       int
+	read    int // bytes read so far; only the reading goroutine uses it
+	waiting chan struct{}
+	once    sync.Once
+}
+
+func (w *waitingReader) Read(p []byte) (int, error) {
+	if w.read >= w.n {
+		w.once.Do(func() { close(w.waiting) })
+	}
+	k, err := w.Conn.Read(p)
+	w.read += k
+	return k, err
+}
+
 // A target that fails while the loader's goroutine waits in Read for the
 // source: finish cuts the wait short and blames nothing on the source.
 func TestCopyOutTargetFailsFirst(t *testing.T) {
-	nc, fe, in, be, _ := fakeSource(t)
+	nc, server := net.Pipe()
+	t.Cleanup(func() { nc.Close(); server.Close() })
+	response, err := (&pgproto3.CopyOutResponse{}).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &waitingReader{Conn: nc, n: len(response), waiting: make(chan struct{})}
+	in := bufio.NewReaderSize(src, sourceReadBytes)
+	fe, be := pgproto3.NewFrontend(in, nc), pgproto3.NewBackend(server, server)
 	serve(t, be, &pgproto3.CopyOutResponse{})
 	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
 	if err != nil {
@@ -224,7 +253,14 @@ func TestCopyOutTargetFailsFirst(t *testing.T) {
 	}
 	readErr := make(chan error, 1)
 	go func() { _, err := readAll(c); readErr <- err }()
-	time.Sleep(50 * time.Millisecond) // let Read wait for a row that never comes
+	// Read waits for a row that never comes.
+	select {
+	case <-src.waiting:
+	case err := <-readErr:
+		t.Fatalf("Read returned %v, want it to wait for a row", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read did not wait for the source after the CopyOutResponse")
+	}
 	srcErr, reusable := c.finish(errors.New("duplicate key"))
 	if srcErr != nil || reusable {
 		t.Fatalf("finish: %v, reusable %v; want no source error, not reusable", srcErr, reusable)

@@ -29,45 +29,12 @@ import (
 )
 
 // Target is what the snapshot needs of a sink: tables, bulk load, seed state.
+// The optional capabilities it uses (sink.TablesCleaner, sink.KeyDeferrer,
+// …) are found by type assertion.
 type Target interface {
 	sink.Sink
 	sink.BulkLoader
 	sink.SeedStore
-}
-
-// Cleaner is the capability to empty a target table before its copy.
-type Cleaner interface {
-	Empty(ctx context.Context, t *schema.Table) error
-}
-
-// TablesCleaner is Cleaner for many tables at once (the PostgreSQL sink
-// looks into a hundred per round trip).
-type TablesCleaner interface {
-	EmptyTables(ctx context.Context, tables []*schema.Table) error
-}
-
-// StatesSetter is the capability to set many tables' snapshot states at once.
-type StatesSetter interface {
-	SetTableStates(ctx context.Context, slot string, states []sink.TableState) error
-}
-
-// BinaryChecker is sink.BinaryBulkLoader's TakesBinary for many tables at
-// once.
-type BinaryChecker interface {
-	TakesBinaryOf(ctx context.Context, tables []*schema.Table, sourceMajor int) (ok []bool, why []string, err error)
-}
-
-// IndexBuilder is the capability to build secondary indexes from the source's
-// index definitions (pg_get_indexdef), after the data is in.
-type IndexBuilder interface {
-	CreateIndexes(ctx context.Context, t *schema.Table, defs []string) error
-}
-
-// KeyDeferrer is the capability to load a table without its primary key and
-// add the key afterwards (one sorted build instead of an insert per row).
-type KeyDeferrer interface {
-	DropPrimaryKey(ctx context.Context, t *schema.Table) (bool, error)
-	AddPrimaryKey(ctx context.Context, t *schema.Table) error
 }
 
 // Config tunes the copy.
@@ -406,7 +373,7 @@ func prepareRuns(ctx context.Context, cfg Config, src Source, runs []*tableRun, 
 	for i, r := range runs {
 		states[i] = sink.TableState{Schema: r.Table.Table.Schema, Name: r.Table.Table.Name, RelationID: r.Table.Table.RelationID, State: sink.TablePending}
 	}
-	if ss, ok := target.(StatesSetter); ok {
+	if ss, ok := target.(sink.StatesSetter); ok {
 		if err := ss.SetTableStates(ctx, cfg.Slot, states); err != nil {
 			return err
 		}
@@ -424,7 +391,7 @@ func prepareRuns(ctx context.Context, cfg Config, src Source, runs []*tableRun, 
 		}
 	}
 	if len(clean) > 0 {
-		if tc, ok := target.(TablesCleaner); ok {
+		if tc, ok := target.(sink.TablesCleaner); ok {
 			tables := make([]*schema.Table, len(clean))
 			for i, r := range clean {
 				tables[i] = r.Table.Table
@@ -433,7 +400,7 @@ func prepareRuns(ctx context.Context, cfg Config, src Source, runs []*tableRun, 
 				return fmt.Errorf("snapshot: empty the target tables before copying them: %w", err)
 			}
 		} else {
-			cl, ok := target.(Cleaner)
+			cl, ok := target.(sink.Cleaner)
 			if !ok {
 				return fmt.Errorf("snapshot: the target cannot empty %s before copying it", clean[0].Table.Table.QualifiedName())
 			}
@@ -445,7 +412,7 @@ func prepareRuns(ctx context.Context, cfg Config, src Source, runs []*tableRun, 
 				}
 			}
 		}
-		if kd, ok := target.(KeyDeferrer); ok {
+		if kd, ok := target.(sink.KeyDeferrer); ok {
 			for _, r := range clean {
 				if r.Table.loadsWithoutKey() {
 					if _, err := kd.DropPrimaryKey(ctx, r.Table.Table); err != nil {
@@ -485,7 +452,7 @@ func chooseFormats(ctx context.Context, cfg Config, src Source, runs []*tableRun
 	}
 	var oks []bool
 	var whys []string
-	if bc, ok := target.(BinaryChecker); ok {
+	if bc, ok := target.(sink.BinaryChecker); ok {
 		var err error
 		if oks, whys, err = bc.TakesBinaryOf(ctx, tables, src.Major); err != nil {
 			return fmt.Errorf("snapshot: choose the copy format of %d tables: %w", len(tables), err)
@@ -699,13 +666,13 @@ func finishTable(ctx context.Context, cfg Config, r *tableRun, target Target) er
 		// A large table's keys take a while after its last row: say so.
 		cfg.Log.Info("table loaded, building its keys and indexes", "table", t.DisplayName(), "rows", st.Rows, "indexes", len(r.indexDefs))
 	}
-	if kd, ok := target.(KeyDeferrer); ok {
+	if kd, ok := target.(sink.KeyDeferrer); ok {
 		if err := kd.AddPrimaryKey(ctx, t); err != nil {
 			return err
 		}
 	}
 	if defs := r.indexDefs; len(defs) > 0 {
-		ib, ok := target.(IndexBuilder)
+		ib, ok := target.(sink.IndexBuilder)
 		if !ok {
 			return fmt.Errorf("snapshot: target cannot build the secondary indexes of %s", t.QualifiedName())
 		}

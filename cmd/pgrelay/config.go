@@ -7,15 +7,15 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/viper"
 
+	"github.com/pgrelay/pgrelay/apply/notify"
+	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/redact"
 	"github.com/pgrelay/pgrelay/source"
@@ -48,83 +48,23 @@ const (
 	keyPubCheck       = "publication_check_interval"
 )
 
-// settingDefaults lists every setting with its default ("" = none). It is the
-// single list of what pgrelay reads: a config file key outside it is an error.
-var settingDefaults = []struct{ key, def string }{
-	{keySourceURL, ""},
-	{keyTargetURL, ""},
-	{keySlot, "pgrelay"},
-	{keyPublication, "pgrelay"},
-	{keyTables, ""},
-	{keySnapshot, "auto"},
-	{keyTwoPhase, "auto"},
-	{keyStreaming, "auto"},
-	{keyLogFormat, "text"},
-	{keyLogLevel, "info"},
-	{keyMetricsAddr, ""},
-	{keyStatusInterval, "10s"},
-	{keyTailBinary, "false"},
-	{keyCopyWorkers, "0"},
-	{keyKeepOrder, "false"},
-	{keyVerifyChunk, "0"},
-	{keyVerifyWait, "30s"},
-	{keySpillDir, ""},
-	{keyPubCheck, "1m"},
-	{keyWebhookURL, ""},
-	{keyWebhookSecret, ""},
-	{keyWebhookFormat, "json"},
-	{keyWebhookRepeat, "10m"},
-	{keyLagAlert, ""},
-	{keySlotWALAlert, "80%"},
-	{keyPreparedAlert, "10m"},
-}
-
 // envName is the environment variable that sets key.
 func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
 
 // Config is pgrelay's configuration, filled from the environment and an optional
-// config file. Validate checks it and applies defaults to empty fields.
+// config file: the relay's (apply/relay), and what cmd uses itself. Validate
+// checks it and applies defaults to empty fields.
 type Config struct {
-	SourceURL   string
+	relay.Config
 	TargetURL   string
-	Slot        string
-	Publication string
-	Tables      []string // schema.table entries; empty means every table
-	Snapshot    string   // auto, always, never
-	TwoPhase    string   // auto, on, off
-	Streaming   string   // auto, on, off, parallel
-	LogFormat   string   // text, json
-	LogLevel    string   // debug, info, warn, error
-	MetricsAddr string   // host:port, empty = off
-
-	// StatusInterval is how often a standby status update is sent to the source
-	// when nothing else prompts one (PGRELAY_STATUS_INTERVAL).
-	StatusInterval time.Duration
-	// TailBinary asks the source for binary column values in `pgrelay tail`
-	// (PGRELAY_TAIL_BINARY).
-	TailBinary bool
-	// CopyWorkers is how many tables or table ranges the snapshot copies at
-	// once (PGRELAY_COPY_WORKERS; 0 = the number of CPUs).
-	CopyWorkers int
+	LogFormat   string // text, json
+	LogLevel    string // debug, info, warn, error
+	MetricsAddr string // host:port, empty = off
 	// KeepOrder applies each target transaction's changes in source order
-	// instead of table by table (PGRELAY_KEEP_ORDER).
+	// instead of table by table (PGRELAY_KEEP_ORDER), a sink option.
 	KeepOrder bool
-	// VerifyChunkRows is the rows per chunk `pgrelay verify` compares
-	// (PGRELAY_VERIFY_CHUNK_ROWS; 0 = chosen per table).
-	VerifyChunkRows int64
-	// VerifyWait bounds how long `pgrelay verify` waits, per differing chunk,
-	// for a running replica to apply past the source's position
-	// (PGRELAY_VERIFY_WAIT).
-	VerifyWait time.Duration
-	// SpillDir is where transactions larger than the memory bound are spilled
-	// (PGRELAY_SPILL_DIR; empty = $TMPDIR/pgrelay-spill).
-	SpillDir string
-	// PublicationCheck is how often replicate compares what the publication
-	// publishes of each copied table with what was copied
-	// (PGRELAY_PUBLICATION_CHECK_INTERVAL; 0 = only at start).
-	PublicationCheck time.Duration
 	// Notify holds the webhook and alert settings (config_notify.go).
-	Notify notifySettings
+	Notify notify.Settings
 
 	// raw holds the setting strings that need parsing, so Validate can quote the
 	// value the user wrote.
@@ -151,7 +91,7 @@ func newViper(lookupEnv func(string) (string, bool)) (*viper.Viper, error) {
 	v := viper.New()
 	v.SetEnvPrefix(envPrefix)
 	v.AutomaticEnv()
-	for _, s := range settingDefaults {
+	for _, s := range settings {
 		v.SetDefault(s.key, s.def)
 	}
 	path, ok := lookupEnv(envPrefix + "_CONFIG")
@@ -199,7 +139,7 @@ func readConfigFile(path string) (map[string]any, error) {
 	}
 	// A map holds no keys viper lists (publication: {}) or only nested ones
 	// (log_level.x): each setting is looked up by its own name too.
-	for _, s := range settingDefaults {
+	for _, s := range settings {
 		for _, k := range []string{s.key, strings.ToLower(envPrefix) + "_" + s.key} {
 			if m, ok := f.Get(k).(map[string]any); ok && f.InConfig(k) {
 				report(k, m)
@@ -241,45 +181,67 @@ const (
 	durationSetting                    // a duration string (0 also as a number)
 )
 
-// settingTypes says what each setting takes in a config file; a setting not
-// listed takes a string.
-var settingTypes = map[string]struct {
-	kind    settingKind
-	expects string
-}{
-	keySourceURL:      {textSetting, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"},
-	keyTargetURL:      {textSetting, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"},
-	keySlot:           {textSetting, "a slot name of 1 to 63 characters from a-z, 0-9 and _"},
-	keyPublication:    {textSetting, "a publication name of 1 to 63 characters from a-z, 0-9 and _"},
-	keyTables:         {listSetting, "schema.table names, as a comma list or a list of strings"},
-	keySnapshot:       {textSetting, "auto, always or never"},
-	keyTwoPhase:       {textSetting, "auto, on or off"},
-	keyStreaming:      {textSetting, "auto, on, off or parallel"},
-	keyLogFormat:      {textSetting, "text or json"},
-	keyLogLevel:       {textSetting, "debug, info, warn or error"},
-	keyMetricsAddr:    {textSetting, "host:port, e.g. 127.0.0.1:9187 or :9187"},
-	keyStatusInterval: {durationSetting, "a duration between 100ms and 1h, e.g. 10s"},
-	keyTailBinary:     {boolSetting, "true or false"},
-	keyCopyWorkers:    {numberSetting, "a number of workers from 0 (one per CPU) to 256"},
-	keyKeepOrder:      {boolSetting, "true or false"},
-	keyVerifyChunk:    {numberSetting, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"},
-	keyVerifyWait:     {durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
-	keySpillDir:       {textSetting, "a directory path"},
-	keyPubCheck:       {durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
-	keyWebhookURL:     {listSetting, "http(s) URLs, as a comma list or a list of strings"},
-	keyWebhookSecret:  {textSetting, "the HMAC key the webhook signature is made with"},
-	keyWebhookFormat:  {textSetting, "json or slack"},
-	keyWebhookRepeat:  {durationSetting, "a duration from 10s to 24h, e.g. 10m"},
-	keyLagAlert:       {numberSetting, "a size such as 1GB or a duration such as 5m"},
-	keySlotWALAlert:   {numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
-	keyPreparedAlert:  {durationSetting, "a duration, e.g. 10m"},
+// setting is one setting pgrelay reads: its default ("" = none), the kind
+// of value it takes in a config file and what it expects, for an error.
+type setting struct {
+	key, def string
+	kind     settingKind
+	expects  string
+}
+
+// settings is the single list of what pgrelay reads: a config file key
+// outside it is an error.
+var settings = []setting{
+	{keySourceURL, "", textSetting, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"},
+	{keyTargetURL, "", textSetting, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"},
+	{keySlot, "pgrelay", textSetting, "a slot name of 1 to 63 characters from a-z, 0-9 and _"},
+	{keyPublication, "pgrelay", textSetting, "a publication name of 1 to 63 characters from a-z, 0-9 and _"},
+	{keyTables, "", listSetting, "schema.table names, as a comma list or a list of strings"},
+	{keySnapshot, "auto", textSetting, "auto, always or never"},
+	{keyTwoPhase, "auto", textSetting, "auto, on or off"},
+	{keyStreaming, "auto", textSetting, "auto, on, off or parallel"},
+	{keyLogFormat, "text", textSetting, "text or json"},
+	{keyLogLevel, "info", textSetting, "debug, info, warn or error"},
+	{keyMetricsAddr, "", textSetting, "host:port, e.g. 127.0.0.1:9187 or :9187"},
+	{keyStatusInterval, "10s", durationSetting, "a duration between 100ms and 1h, e.g. 10s"},
+	{keyTailBinary, "false", boolSetting, "true or false"},
+	{keyCopyWorkers, "0", numberSetting, "a number of workers from 0 (one per CPU) to 256"},
+	{keyKeepOrder, "false", boolSetting, "true or false"},
+	{keyVerifyChunk, "0", numberSetting, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"},
+	{keyVerifyWait, "30s", durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
+	{keySpillDir, "", textSetting, "a directory path"},
+	{keyPubCheck, "1m", durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
+	{keyWebhookURL, "", listSetting, "http(s) URLs, as a comma list or a list of strings"},
+	{keyWebhookSecret, "", textSetting, "the HMAC key the webhook signature is made with"},
+	{keyWebhookFormat, "json", textSetting, "json or slack"},
+	{keyWebhookRepeat, "10m", durationSetting, "a duration from 10s to 24h, e.g. 10m"},
+	{keyLagAlert, "", numberSetting, "a size such as 1GB or a duration such as 5m"},
+	{keySlotWALAlert, "80%", numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
+	{keyPreparedAlert, "10m", durationSetting, "a duration, e.g. 10m"},
+}
+
+// settingIndex is key's place in settings, the order Validate reports bad
+// settings in.
+func settingIndex(key string) int {
+	return slices.IndexFunc(settings, func(s setting) bool { return s.key == key })
+}
+
+// settingOf is the setting key (lower case, without the prefix); ok is false
+// when pgrelay reads no such setting.
+func settingOf(key string) (s setting, ok bool) {
+	i := settingIndex(key)
+	if i < 0 {
+		return setting{kind: textSetting, expects: "a string"}, false
+	}
+	return settings[i], true
 }
 
 // fileValueFits tells whether a config file's value val can be read as
 // setting key: a value of another kind would otherwise be read as empty, and
 // the setting silently take its default.
 func fileValueFits(key string, val any) bool {
-	kind := settingTypes[key].kind
+	st, _ := settingOf(key)
+	kind := st.kind
 	switch v := val.(type) {
 	case string:
 		return true
@@ -303,10 +265,8 @@ func fileTypeError(path, key string, val any) error {
 	if name != strings.ToLower(key) {
 		key = envName(name) // viper folds the case: PGRELAY_SLOT is read as pgrelay_slot
 	}
-	expects := settingTypes[name].expects
-	if expects == "" {
-		expects = "a string"
-	}
+	st, _ := settingOf(name)
+	expects := st.expects
 	var got string
 	switch v := val.(type) {
 	case nil:
@@ -315,12 +275,12 @@ func fileTypeError(path, key string, val any) error {
 		got = fmt.Sprintf("a boolean (%t)", v)
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		got = fmt.Sprintf("a number (%v)", v)
-		if settingTypes[name].kind == textSetting {
+		if st.kind == textSetting {
 			got += "; put it in quotes if it is meant as text"
 		}
 	case []any, []string:
 		got = "a list"
-		if settingTypes[name].kind == listSetting {
+		if st.kind == listSetting {
 			got = "a list with an entry that is not a string"
 		}
 	case map[string]any:
@@ -359,12 +319,13 @@ func unknownSettings(environ []string) []string {
 
 // isSetting reports whether key (lower case, without the prefix) is a setting.
 func isSetting(key string) bool {
-	return slices.ContainsFunc(settingDefaults, func(s struct{ key, def string }) bool { return s.key == key })
+	_, ok := settingOf(key)
+	return ok
 }
 
 func knownSettings() string {
-	names := make([]string, len(settingDefaults))
-	for i, s := range settingDefaults {
+	names := make([]string, len(settings))
+	for i, s := range settings {
 		names[i] = s.key
 	}
 	return strings.Join(names, ", ")
@@ -380,19 +341,25 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envName(keyTables), err)
 	}
+	notifySettings, err := loadNotifySettings(v)
+	if err != nil {
+		return nil, err
+	}
 	return &Config{
-		SourceURL:         socketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
-		TargetURL:         socketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
-		Slot:              strings.TrimSpace(v.GetString(keySlot)),
-		Publication:       strings.TrimSpace(v.GetString(keyPublication)),
-		Tables:            tables,
-		Snapshot:          v.GetString(keySnapshot),
-		TwoPhase:          v.GetString(keyTwoPhase),
-		Streaming:         v.GetString(keyStreaming),
+		Config: relay.Config{
+			SourceURL:   pgconnstr.SocketHostURL(strings.TrimSpace(v.GetString(keySourceURL))),
+			Slot:        strings.TrimSpace(v.GetString(keySlot)),
+			Publication: strings.TrimSpace(v.GetString(keyPublication)),
+			Tables:      tables,
+			Snapshot:    v.GetString(keySnapshot),
+			TwoPhase:    v.GetString(keyTwoPhase),
+			Streaming:   v.GetString(keyStreaming),
+			SpillDir:    strings.TrimSpace(v.GetString(keySpillDir)),
+		},
+		TargetURL:         pgconnstr.SocketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
 		LogFormat:         v.GetString(keyLogFormat),
 		LogLevel:          v.GetString(keyLogLevel),
 		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
-		SpillDir:          strings.TrimSpace(v.GetString(keySpillDir)),
 		rawStatusInterval: v.GetString(keyStatusInterval),
 		rawTailBinary:     v.GetString(keyTailBinary),
 		rawCopyWorkers:    v.GetString(keyCopyWorkers),
@@ -400,7 +367,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawVerifyChunk:    v.GetString(keyVerifyChunk),
 		rawVerifyWait:     v.GetString(keyVerifyWait),
 		rawPubCheck:       v.GetString(keyPubCheck),
-		Notify:            loadNotifySettings(v),
+		Notify:            notifySettings,
 	}, nil
 }
 
@@ -411,7 +378,7 @@ func stringList(val any) ([]string, error) {
 	switch x := val.(type) {
 	case nil:
 	case string:
-		parts = splitOutsideQuotes(x)
+		parts = source.SplitTableList(x)
 	case []any:
 		for _, e := range x {
 			s, ok := e.(string)
@@ -434,149 +401,119 @@ func stringList(val any) ([]string, error) {
 	return out, nil
 }
 
-// splitOutsideQuotes splits s at the commas that are not inside a double
-// quoted identifier: public."a,b",s.c is two entries.
-func splitOutsideQuotes(s string) []string {
-	var parts []string
-	quoted, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			quoted = !quoted // "" inside quotes toggles twice: still quoted
-		case ',':
-			if !quoted {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(parts, s[start:])
-}
-
-// slotNameRE is what the server accepts as a slot name. Publication names
-// follow the same rule: pgoutput folds publication_names to lower case, so a
-// name with capitals could never be found.
-var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
-
 // Validate applies defaults to empty fields and checks every setting, returning
-// the first problem as one line naming the variable and what is expected. The
-// URLs are required only as n says; a URL that is set is always checked.
+// the problems as one line naming each variable and what is expected. The
+// URLs are required only as n says; a URL that is set is always checked. The
+// relay's settings are checked by relay.Config.Validate, whose setting keys
+// are these; a number or duration that does not parse reaches it as -1, out
+// of every range, and its error quotes what the user wrote.
 func (c *Config) Validate(n need) error {
-	// Every bad setting is reported, not only the first.
-	var errs []error
+	var errs []keyedError
 	def := func(field *string, key string) {
 		*field = strings.ToLower(strings.TrimSpace(*field))
 		if *field == "" {
 			*field = defaultOf(key)
 		}
 	}
-	def(&c.Snapshot, keySnapshot)
-	def(&c.TwoPhase, keyTwoPhase)
-	def(&c.Streaming, keyStreaming)
 	def(&c.LogFormat, keyLogFormat)
 	def(&c.LogLevel, keyLogLevel)
-	if c.Slot == "" {
-		c.Slot = defaultOf(keySlot)
-	}
-	if c.Publication == "" {
-		c.Publication = defaultOf(keyPublication)
-	}
 
-	if c.SourceURL == "" {
-		if n&needSource != 0 {
-			errs = append(errs, fmt.Errorf("%s is required: set it to the source PostgreSQL URL, e.g. postgres://user@host:5432/db", envName(keySourceURL)))
+	if c.SourceURL != "" {
+		if err := checkSourceURL(c.SourceURL); err != nil {
+			errs = add(errs, keySourceURL, err)
 		}
-	} else if err := checkSourceURL(c.SourceURL); err != nil {
-		errs = append(errs, err)
 	}
 	if c.TargetURL == "" {
 		if n&needTarget != 0 {
-			errs = append(errs, fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL)))
+			errs = add(errs, keyTargetURL, fmt.Errorf("%s is required: set it to the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db", envName(keyTargetURL)))
 		}
 	} else if err := checkTargetURL(c.TargetURL); err != nil {
-		errs = append(errs, err)
-	}
-	if !slotNameRE.MatchString(c.Slot) {
-		errs = append(errs, fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keySlot), c.Slot))
-	}
-	if !slotNameRE.MatchString(c.Publication) {
-		errs = append(errs, fmt.Errorf("%s=%q: expected 1 to 63 characters from a-z, 0-9 and _", envName(keyPublication), c.Publication))
-	}
-	for _, t := range c.Tables {
-		if _, _, err := source.SplitTableName(t); err != nil {
-			errs = append(errs, fmt.Errorf("%s entry %q: expected schema.table, e.g. public.orders (quote a name with capitals or dots: public.\"Orders\")", envName(keyTables), t))
-		}
-	}
-	if err := oneOf(keySnapshot, c.Snapshot, "auto", "always", "never"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := oneOf(keyTwoPhase, c.TwoPhase, "auto", "on", "off"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := oneOf(keyStreaming, c.Streaming, "auto", "on", "off", "parallel"); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyTargetURL, err)
 	}
 	if err := oneOf(keyLogFormat, c.LogFormat, "text", "json"); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyLogFormat, err)
 	}
 	if err := oneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyLogLevel, err)
 	}
 	if c.MetricsAddr != "" {
 		host, port, err := net.SplitHostPort(c.MetricsAddr)
 		p, perr := strconv.ParseUint(port, 10, 16)
 		if err != nil || perr != nil || (p == 0 && port != "0") || strings.ContainsAny(host, " /") {
-			errs = append(errs, fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr))
+			errs = add(errs, keyMetricsAddr, fmt.Errorf("%s=%q: expected host:port, e.g. 127.0.0.1:9187 or :9187", envName(keyMetricsAddr), c.MetricsAddr))
 		}
 	}
-
-	raw := orDefault(c.rawStatusInterval, keyStatusInterval)
-	d, err := time.ParseDuration(raw)
-	if err != nil || d < 100*time.Millisecond || d > time.Hour {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a duration between 100ms and 1h, e.g. 10s", envName(keyStatusInterval), c.rawStatusInterval))
-	}
-	c.StatusInterval = d
-
+	var err error
 	if c.TailBinary, err = parseBool(keyTailBinary, c.rawTailBinary); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyTailBinary, err)
 	}
 	if c.KeepOrder, err = parseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
-		errs = append(errs, err)
+		errs = add(errs, keyKeepOrder, err)
 	}
-
-	raw = orDefault(c.rawCopyWorkers, keyCopyWorkers)
-	w, err := strconv.Atoi(raw)
-	if err != nil || w < 0 || w > 256 {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a number of workers from 0 (one per CPU) to 256", envName(keyCopyWorkers), c.rawCopyWorkers))
+	duration := func(key, raw string) time.Duration {
+		d, err := time.ParseDuration(orDefault(raw, key))
+		if err != nil {
+			return -1
+		}
+		return d
 	}
-	c.CopyWorkers = w
-
-	raw = orDefault(c.rawVerifyChunk, keyVerifyChunk)
-	rows, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || rows < 0 || rows > 10_000_000 {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a number of rows per chunk from 1 to 10000000, or 0 to choose per table", envName(keyVerifyChunk), c.rawVerifyChunk))
+	number := func(key, raw string) int64 {
+		i, err := strconv.ParseInt(orDefault(raw, key), 10, 64)
+		if err != nil {
+			return -1
+		}
+		return i
 	}
-	c.VerifyChunkRows = rows
-
-	raw = orDefault(c.rawVerifyWait, keyVerifyWait)
-	if d, err = time.ParseDuration(raw); err != nil || d < 0 || d > time.Hour {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 0s (no waiting) to 1h, e.g. 30s", envName(keyVerifyWait), c.rawVerifyWait))
+	c.StatusInterval = duration(keyStatusInterval, c.rawStatusInterval)
+	c.CopyWorkers = int(number(keyCopyWorkers, c.rawCopyWorkers))
+	c.VerifyChunkRows = number(keyVerifyChunk, c.rawVerifyChunk)
+	c.VerifyWait = duration(keyVerifyWait, c.rawVerifyWait)
+	c.PublicationCheck = duration(keyPubCheck, c.rawPubCheck)
+	raw := map[string]string{keyStatusInterval: c.rawStatusInterval, keyCopyWorkers: c.rawCopyWorkers,
+		keyVerifyChunk: c.rawVerifyChunk, keyVerifyWait: c.rawVerifyWait, keyPubCheck: c.rawPubCheck}
+	var bad relay.SettingErrors
+	if !errors.As(c.Config.Validate(), &bad) {
+		bad = nil
 	}
-	c.VerifyWait = d
-
-	raw = orDefault(c.rawPubCheck, keyPubCheck)
-	if d, err = time.ParseDuration(raw); err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
-		errs = append(errs, fmt.Errorf("%s=%q: expected a duration from 1s to 24h, e.g. 1m, or 0s to check only at start", envName(keyPubCheck), c.rawPubCheck))
+	for _, e := range bad {
+		if e.Missing && e.Key == keySourceURL && n&needSource == 0 {
+			continue
+		}
+		named := *e
+		named.Key = envName(e.Key)
+		if v, ok := raw[e.Key]; ok {
+			named.Value = v
+		}
+		errs = add(errs, e.Key, &named)
 	}
-	c.PublicationCheck = d
-	errs = append(errs, c.Notify.validate()...)
-	switch len(errs) {
+	// The webhook and alert settings' problems come last, in their order.
+	for _, err := range c.Notify.Validate(envName) {
+		errs = add(errs, keyWebhookURL, err)
+	}
+	slices.SortStableFunc(errs, func(a, b keyedError) int {
+		return settingIndex(a.key) - settingIndex(b.key)
+	})
+	out := make(settingErrors, len(errs))
+	for i, e := range errs {
+		out[i] = e.err
+	}
+	switch len(out) {
 	case 0:
 		return nil
 	case 1:
-		return errs[0]
+		return out[0]
 	}
-	return settingErrors(errs)
+	return out
+}
+
+// keyedError is the error of the setting key.
+type keyedError struct {
+	key string
+	err error
+}
+
+func add(errs []keyedError, key string, err error) []keyedError {
+	return append(errs, keyedError{key, err})
 }
 
 // settingErrors are several bad settings, reported on one line.
@@ -610,12 +547,8 @@ func orDefault(raw, key string) string {
 }
 
 func defaultOf(key string) string {
-	for _, s := range settingDefaults {
-		if s.key == key {
-			return s.def
-		}
-	}
-	return ""
+	s, _ := settingOf(key)
+	return s.def
 }
 
 // oneOf checks that val is one of allowed, naming the variable otherwise.
@@ -625,43 +558,6 @@ func oneOf(key, val string, allowed ...string) error {
 	}
 	list := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
 	return fmt.Errorf("%s=%q: expected %s", envName(key), val, list)
-}
-
-// socketHostURL rewrites a postgres URL whose host is a percent-encoded
-// Unix-socket directory, as libpq takes it (postgres://u@%2Fvar%2Frun%2Fpg:5432/db),
-// into the form Go's URL parser and pgx take (postgres://u@:5432/db?host=%2Fvar%2Frun%2Fpg).
-// Anything else is returned as it is.
-func socketHostURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
-		return s
-	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	auth, tail := rest[:end], rest[end:]
-	userinfo, hostport := "", auth
-	if i := strings.LastIndex(auth, "@"); i >= 0 {
-		userinfo, hostport = auth[:i+1], auth[i+1:]
-	}
-	if !strings.HasPrefix(strings.ToLower(hostport), "%2f") {
-		return s
-	}
-	host, port := hostport, ""
-	if i := strings.LastIndex(hostport, ":"); i >= 0 {
-		host, port = hostport[:i], hostport[i:]
-	}
-	dir, err := url.PathUnescape(host)
-	if err != nil {
-		return s
-	}
-	path, query, _ := strings.Cut(tail, "?")
-	q := "host=" + url.QueryEscape(dir)
-	if query != "" {
-		q += "&" + query
-	}
-	return scheme + "://" + userinfo + port + path + "?" + q
 }
 
 // checkSourceURL checks that s is a libpq connection string (URL or key=value)
@@ -725,21 +621,12 @@ func checkTargetURL(s string) error {
 // reported by syntax, given pgx's reason with the password scrubbed; a libpq
 // setting pgrelay cannot honour by its name.
 func checkConnString(name, s string, syntax func(reason string) error) error {
-	_, err := pgconnstr.Parse(s)
-	if err == nil {
+	reason, err := pgconnstr.Check(s)
+	switch {
+	case err == nil:
 		return nil
-	}
-	var pce *pgconn.ParseConfigError
-	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
+	case reason == "":
 		return fmt.Errorf("%s=%q: %v", name, redactURL(s), redact.New(s).Err(err))
-	}
-	// pgx's reason is its inner error, or else what follows the connection
-	// string its message quotes (redacted only in part).
-	reason := "cannot be parsed"
-	if inner := pce.Unwrap(); inner != nil {
-		reason = inner.Error()
-	} else if text := pce.Error(); strings.LastIndex(text, "`: ") >= 0 {
-		reason = text[strings.LastIndex(text, "`: ")+3:]
 	}
 	return syntax(redact.New(s).String(reason))
 }

@@ -27,7 +27,7 @@ func TestNotifySettingsDefaults(t *testing.T) {
 		t.Fatalf("defaults: %+v", s)
 	}
 	// No URL: no notifier, a no-op.
-	n, err := notify.New(cfg.notifyConfig(), nil)
+	n, err := notify.New(cfg.Notify.Config(cfg.Slot, cfg.SourceURL, cfg.TargetURL), nil)
 	if n != nil || err != nil {
 		t.Fatalf("notifier without URLs: %v, %v", n, err)
 	}
@@ -55,7 +55,7 @@ func TestNotifySettingsFromEnv(t *testing.T) {
 		s.SlotWALAlert != (source.WALAlert{Bytes: 50 << 30}) || s.PreparedAlert != 0 {
 		t.Fatalf("from env: %+v", s)
 	}
-	nc := cfg.notifyConfig()
+	nc := cfg.Notify.Config(cfg.Slot, cfg.SourceURL, cfg.TargetURL)
 	if len(nc.URLs) != 2 || nc.Secret != "sign-me-please" || nc.Format != notify.FormatSlack || nc.Slot != "nightly" ||
 		nc.SourceURL != cfg.SourceURL || nc.TargetURL != cfg.TargetURL || nc.Repeat != 30*time.Minute ||
 		nc.LagAlert != s.LagAlert || nc.PreparedAlert != 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
@@ -40,9 +41,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		SourceURL: "postgres://u@h/db", Slot: "pgrelay", Publication: "pgrelay",
-		Snapshot: "auto", TwoPhase: "auto", Streaming: "auto", LogFormat: "text", LogLevel: "info",
-		StatusInterval: 10 * time.Second,
+		Config: relay.Config{SourceURL: "postgres://u@h/db", Slot: "pgrelay", Publication: "pgrelay",
+			Snapshot: "auto", TwoPhase: "auto", Streaming: "auto", StatusInterval: 10 * time.Second},
+		LogFormat: "text", LogLevel: "info",
 	}
 	got := *cfg
 	got.rawStatusInterval, got.rawTailBinary = "", ""
@@ -396,20 +397,6 @@ func TestTablesWithCommas(t *testing.T) {
 	}
 }
 
-func TestSocketHostURL(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"postgres://u:p@%2Ftmp%2Fpg:5433/db", "postgres://u:p@:5433/db?host=%2Ftmp%2Fpg"},
-		{"postgresql://%2fvar%2frun%2fpostgresql/db?sslmode=disable", "postgresql:///db?host=%2Fvar%2Frun%2Fpostgresql&sslmode=disable"},
-		{"postgres://u@host:5432/db", "postgres://u@host:5432/db"},
-		{"host=/tmp dbname=db", "host=/tmp dbname=db"},
-		{"mysql://u@%2Ftmp/db", "mysql://u@%2Ftmp/db"},
-	} {
-		if got := socketHostURL(c.in); got != c.want {
-			t.Errorf("socketHostURL(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // A config file value of a kind a setting cannot take (a list, a map, null,
 // a boolean or a number where text is expected, a date) is one line naming
 // the key and what it expects, exit 2, for every setting in every format:
@@ -430,7 +417,8 @@ func TestConfigFileWrongTypes(t *testing.T) {
 	}
 	// What a setting may take besides a string.
 	fits := func(key, value string) bool {
-		switch settingTypes[key].kind {
+		st, _ := settingOf(key)
+		switch st.kind {
 		case listSetting:
 			return value == "list"
 		case boolSetting:
@@ -441,10 +429,7 @@ func TestConfigFileWrongTypes(t *testing.T) {
 		return false
 	}
 	dir := t.TempDir()
-	for _, s := range settingDefaults {
-		if _, ok := settingTypes[s.key]; !ok {
-			t.Errorf("setting %s has no entry in settingTypes", s.key)
-		}
+	for _, s := range settings {
 		for _, v := range values {
 			if fits(s.key, v.name) {
 				continue
@@ -478,7 +463,7 @@ func TestConfigFileWrongTypes(t *testing.T) {
 					code := run(context.Background(), []string{"status"}, lookup, &stdout, &stderr)
 					msg := stderr.String()
 					if code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, key) ||
-						!strings.Contains(msg, "expected "+settingTypes[s.key].expects) && !strings.Contains(msg, "set it to "+settingTypes[s.key].expects) {
+						!strings.Contains(msg, "expected "+s.expects) && !strings.Contains(msg, "set it to "+s.expects) {
 						t.Errorf("%s %s in %s (%q): exit %d, stderr %q; want exit 2 with one line naming %s and what it expects", key, v.name, ext, body, code, msg, key)
 					}
 				}

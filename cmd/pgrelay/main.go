@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/redact"
 )
@@ -37,7 +38,7 @@ type env struct {
 	log    *slog.Logger
 	stdout io.Writer
 	stderr io.Writer
-	mon    *monitor // replicate and migrate: what /metrics and /healthz show
+	relay  *relay.Relay // the product: cmd configures it and renders its results
 	// red hides the secrets of the configuration in what pgrelay prints or
 	// sends anywhere (errors and log lines pass through it already).
 	red *redact.Redactor
@@ -102,12 +103,6 @@ var commands = map[string]command{
 		run:     runTail,
 	},
 }
-
-// usageError is a mistake on the command line or in the configuration.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
 
 // defaultMemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
 // says otherwise. pgrelay's own buffers are bounded (received frames 16 MiB,
@@ -187,29 +182,33 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		err = cfg.Validate(cmd.needs)
 	}
 	red := newRedactor(lookupEnv, cfg)
-	if err == nil && cmd.needs&needTarget != 0 && strings.HasPrefix(strings.ToLower(cfg.TargetURL), "mysql://") {
-		err = fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
+	var target relay.Target
+	if err == nil {
+		cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
+		cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
+		if cmd.needs&needTarget != 0 {
+			target, err = targetFor(cfg)
+		}
+	}
+	e := &env{cfg: cfg, red: red, stdout: stdout, stderr: stderr}
+	if err == nil {
+		e.log = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red)
+		e.relay, err = relay.New(cfg.Config, target, e.log)
 	}
 	if err != nil {
 		printError(stderr, err, red)
 		return exitUsage
 	}
-	cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
-	cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
-	e := &env{
-		cfg:    cfg,
-		log:    newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red),
-		red:    red,
-		stdout: stdout,
-		stderr: stderr,
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		e.relay.Progress = f
 	}
 	err = cmd.run(ctx, e, args[1:])
 	if err == nil {
 		return exitOK
 	}
 	printError(stderr, err, red)
-	var ue *usageError
-	if errors.As(err, &ue) {
+	var se *relay.SettingsError
+	if errors.As(err, &se) {
 		return exitUsage
 	}
 	var coded interface{ ExitCode() int }

@@ -23,7 +23,7 @@ func newRedactor(lookupEnv func(string) (string, bool), cfg *Config) *redact.Red
 	var conns, secrets []string
 	if cfg != nil {
 		conns = append(conns, cfg.SourceURL, cfg.TargetURL)
-		secrets = append(secrets, cfg.secrets()...)
+		secrets = append(secrets, cfg.Notify.Secrets()...)
 	} else {
 		for _, k := range []string{keySourceURL, keyTargetURL} {
 			if v, ok := lookupEnv(envName(k)); ok {

@@ -11,8 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pgrelay/pgrelay/apply/verify"
-	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/source"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
 // differencesError is verify's outcome when tables differ: exit 1, the
@@ -34,7 +33,7 @@ func (e *differencesError) ExitCode() int { return exitFailure }
 // the only differences are rows that kept changing at every re-check.
 func runVerify(ctx context.Context, e *env, args []string) error {
 	asJSON := slices.Contains(args, "--json") // run accepts no other argument
-	report, err := verifyTables(ctx, e)
+	report, err := e.relay.Verify(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("verify: interrupted before it finished: nothing was compared to the end")
@@ -58,9 +57,9 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	for _, t := range report.Tables {
 		switch {
 		case t.Confirmed():
-			de.differing = append(de.differing, displayName(t.Table.Schema, t.Table.Name))
+			de.differing = append(de.differing, pgquote.Name(t.Table.Schema, t.Table.Name))
 		case !t.Equal():
-			unsettled = append(unsettled, displayName(t.Table.Schema, t.Table.Name))
+			unsettled = append(unsettled, pgquote.Name(t.Table.Schema, t.Table.Name))
 		}
 	}
 	if len(de.differing) > 0 {
@@ -68,88 +67,6 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	return fmt.Errorf("verify: %s kept changing on the source during every re-check, so the rows listed on stdout could not be compared: run verify again when writes to them pause, or raise %s",
 		strings.Join(unsettled, ", "), envName(keyVerifyWait))
-}
-
-func verifyTables(ctx context.Context, e *env) (*verify.Report, error) {
-	cfg := e.cfg
-	srcConn, err := connectTo(ctx, "source", cfg.SourceURL)
-	if err != nil {
-		return nil, err
-	}
-	defer srcConn.Close(context.WithoutCancel(ctx))
-	tgtSink, err := openTarget(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer tgtSink.Close(context.WithoutCancel(ctx))
-	verifier, ok := tgtSink.(sink.Verifier)
-	if !ok {
-		return nil, errors.New("verify: this kind of target cannot be read for a comparison")
-	}
-	sess, err := verifier.OpenVerify(ctx, cfg.Slot)
-	if err != nil {
-		return nil, err
-	}
-	defer sess.Close(context.WithoutCancel(ctx))
-	src, err := verify.NewPostgresSource(ctx, srcConn)
-	if err != nil {
-		return nil, err
-	}
-	tgt := verify.NewTarget(sess)
-	if busy, err := tgt.CopyInProgress(ctx); err != nil {
-		return nil, err
-	} else if busy {
-		return nil, fmt.Errorf("verify: the snapshot copy of slot %q has not finished, so the target holds only part of the rows: run verify once pgrelay migrate or replicate has finished the copy (pgrelay status shows it)", cfg.Slot)
-	}
-
-	exists, err := source.PublicationExists(ctx, srcConn, cfg.Publication)
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
-		return nil, fmt.Errorf("verify: publication %q does not exist on the source: set %s to the publication pgrelay replicates", cfg.Publication, envName(keyPublication))
-	}
-	published, err := source.ReadPublishedTables(ctx, srcConn, cfg.Publication, src.Major())
-	if err != nil {
-		return nil, verify.LockHint(err)
-	}
-	if len(published) == 0 {
-		return nil, fmt.Errorf("verify: publication %q publishes no table: nothing to compare", cfg.Publication)
-	}
-	tables := make([]verify.Table, 0, len(published))
-	for _, pt := range published {
-		name := verify.TableName{Schema: pt.Relation.Namespace, Name: pt.Relation.Name}
-		target, _, err := tgt.Locate(ctx, name, pt.Relation.RelationID)
-		if err != nil {
-			return nil, err
-		}
-		if target != name {
-			e.log.Info("the target table still has the name the source table had before it was renamed: pgrelay renames it with the next change to it",
-				"table", displayName(name.Schema, name.Name), "target_table", displayName(target.Schema, target.Name))
-		}
-		tables = append(tables, verify.Table{Source: name, Target: target, Columns: pt.Columns, SourceFilter: pt.RowFilter})
-	}
-
-	vcfg := verify.Config{
-		ChunkRows: cfg.VerifyChunkRows,
-		Wait:      cfg.VerifyWait,
-		Log:       e.log,
-		// Only a running replicator moves the target: while none streams from
-		// the slot, differences are reported as read, without waiting.
-		Live: func(ctx context.Context) (bool, error) {
-			if !tgt.HasMetadata() {
-				return false, nil
-			}
-			slot, err := source.ReadSlot(ctx, srcConn, cfg.Slot)
-			return slot.Exists && slot.Active, err
-		},
-	}
-	report, err := verify.Compare(ctx, vcfg, src, tgt, tables)
-	var missing *verify.MissingTablesError
-	if errors.As(err, &missing) {
-		return nil, fmt.Errorf("verify: %w: pgrelay creates a published table there with the snapshot copy or with the first change to it; one dropped on the target comes back with a new copy (PGRELAY_SNAPSHOT=always pgrelay migrate); or remove it from publication %q", err, cfg.Publication)
-	}
-	return report, err
 }
 
 // verifyJSON is `pgrelay verify --json`.
@@ -236,9 +153,9 @@ func writeVerifyText(w io.Writer, r *verify.Report) error {
 			result = strings.ToUpper(result)
 			differing++
 		}
-		name := displayName(t.Table.Schema, t.Table.Name)
+		name := pgquote.Name(t.Table.Schema, t.Table.Name)
 		if t.Target != t.Table {
-			name += " (target " + displayName(t.Target.Schema, t.Target.Name) + ")"
+			name += " (target " + pgquote.Name(t.Target.Schema, t.Target.Name) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", name, result, t.SourceRows, t.TargetRows, t.Chunks)
 	}
@@ -249,7 +166,7 @@ func writeVerifyText(w io.Writer, r *verify.Report) error {
 		if t.Equal() {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %s:\n", displayName(t.Table.Schema, t.Table.Name), tableResult(&t))
+		fmt.Fprintf(w, "\n%s %s:\n", pgquote.Name(t.Table.Schema, t.Table.Name), tableResult(&t))
 		if len(t.MissingColumns) > 0 {
 			fmt.Fprintf(w, "  columns missing on the target: %s\n", strings.Join(t.MissingColumns, ", "))
 		}

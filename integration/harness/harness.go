@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // testUser is the superuser (PostgreSQL) or all-privileges user (MariaDB) the
@@ -310,20 +309,4 @@ func sqlLiteral(s string, backslashes bool) string {
 		s = strings.ReplaceAll(s, `\`, `\\`)
 	}
 	return "'" + s + "'"
-}
-
-// waitFor polls check every interval until it reports done, returns an
-// error, or the timeout passes.
-func waitFor(timeout, interval time.Duration, check func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		done, err := check()
-		if err != nil || done {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %v", timeout)
-		}
-		time.Sleep(interval)
-	}
 }

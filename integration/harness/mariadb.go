@@ -349,27 +349,20 @@ func (s *myServer) waitReady(p *proc, logOffset int64) error {
 	}
 	root := sql.OpenDB(connector)
 	root.SetMaxOpenConns(4)
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
+	err = Await(timeout, 50*time.Millisecond, "MariaDB to accept connections on "+s.socket, func() error {
 		if p.exited() {
-			_ = root.Close()
-			return fmt.Errorf("harness: MariaDB exited during start-up (%v); its log:\n%s", p.waitErr, indent(lastLines(logSince(s.logPath, logOffset), 30)))
+			return Abort(fmt.Errorf("it exited during start-up (%v)", p.waitErr))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		err := root.QueryRowContext(ctx, "SELECT VERSION()").Scan(&s.version)
-		cancel()
-		if err == nil {
-			s.root = root
-			return nil
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			_ = root.Close()
-			return fmt.Errorf("harness: MariaDB did not accept connections on %s within %v (last error: %v); its log:\n%s", s.socket, timeout, lastErr, indent(lastLines(logSince(s.logPath, logOffset), 30)))
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer cancel()
+		return root.QueryRowContext(ctx, "SELECT VERSION()").Scan(&s.version)
+	})
+	if err != nil {
+		_ = root.Close()
+		return fmt.Errorf("harness: %v; its log:\n%s", err, indent(lastLines(logSince(s.logPath, logOffset), 30)))
 	}
+	s.root = root
+	return nil
 }
 
 // shutdown implements server.

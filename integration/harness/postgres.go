@@ -644,25 +644,21 @@ func (s *pgServer) start() error {
 // returns its version, or returns the log of this start attempt when the
 // server exits or does not come up in time.
 func (s *pgServer) waitReady(p *proc, logOffset int64) (string, error) {
-	const timeout = 90 * time.Second
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
+	var version string
+	err := Await(90*time.Second, 50*time.Millisecond, fmt.Sprintf("%s to accept connections on 127.0.0.1:%d", s.name, s.port), func() error {
 		if p.exited() {
-			return "", fmt.Errorf("harness: %s exited during start-up (%v); its log:\n%s", s.name, p.waitErr, indent(lastLines(logSince(s.logPath, logOffset), 30)))
+			return Abort(fmt.Errorf("it exited during start-up (%v)", p.waitErr))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		version, err := s.queryVersion(ctx)
-		cancel()
-		if err == nil {
-			return version, nil
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("harness: %s did not accept connections on 127.0.0.1:%d within %v (last error: %v); its log:\n%s", s.name, s.port, timeout, lastErr, indent(lastLines(logSince(s.logPath, logOffset), 30)))
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer cancel()
+		var err error
+		version, err = s.queryVersion(ctx)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("harness: %v; its log:\n%s", err, indent(lastLines(logSince(s.logPath, logOffset), 30)))
 	}
+	return version, nil
 }
 
 func (s *pgServer) queryVersion(ctx context.Context) (string, error) {

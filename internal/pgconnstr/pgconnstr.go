@@ -14,8 +14,10 @@ package pgconnstr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +50,67 @@ func Parse(s string) (*pgconn.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// Check parses s as Parse does and tells its failure apart: a string the
+// driver cannot parse gives its reason ("cannot be parsed" when it gives
+// none; it may quote the password), any other failure (a libpq setting
+// pgrelay cannot honour) reason "" and the error.
+func Check(s string) (reason string, err error) {
+	_, err = Parse(s)
+	if err == nil {
+		return "", nil
+	}
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) { // pgx's own errors are all ParseConfigErrors
+		return "", err
+	}
+	// pgx's reason is its inner error, or else what follows the connection
+	// string its message quotes (redacted only in part).
+	reason = "cannot be parsed"
+	if inner := pce.Unwrap(); inner != nil {
+		reason = inner.Error()
+	} else if text := pce.Error(); strings.LastIndex(text, "`: ") >= 0 {
+		reason = text[strings.LastIndex(text, "`: ")+3:]
+	}
+	return reason, err
+}
+
+// SocketHostURL rewrites a postgres URL whose host is a percent-encoded
+// Unix-socket directory, as libpq takes it (postgres://u@%2Fvar%2Frun%2Fpg:5432/db),
+// into the form Go's URL parser and pgx take (postgres://u@:5432/db?host=%2Fvar%2Frun%2Fpg).
+// Anything else is returned as it is.
+func SocketHostURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
+		return s
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	auth, tail := rest[:end], rest[end:]
+	userinfo, hostport := "", auth
+	if i := strings.LastIndex(auth, "@"); i >= 0 {
+		userinfo, hostport = auth[:i+1], auth[i+1:]
+	}
+	if !strings.HasPrefix(strings.ToLower(hostport), "%2f") {
+		return s
+	}
+	host, port := hostport, ""
+	if i := strings.LastIndex(hostport, ":"); i >= 0 {
+		host, port = hostport[:i], hostport[i:]
+	}
+	dir, err := url.PathUnescape(host)
+	if err != nil {
+		return s
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	q := "host=" + url.QueryEscape(dir)
+	if query != "" {
+		q += "&" + query
+	}
+	return scheme + "://" + userinfo + port + path + "?" + q
 }
 
 // ParsePgx parses a connection string into a pgx configuration.
@@ -84,6 +147,23 @@ func Hosts(s string) ([]string, error) {
 		}
 	}
 	return hosts, nil
+}
+
+// OnThisMachine reports whether every host a PostgreSQL URL names is this
+// machine: a Unix socket, localhost or a loopback address. An URL pgx cannot
+// parse (not PostgreSQL's) is taken to name another machine.
+func OnThisMachine(url string) bool {
+	hosts, err := Hosts(url)
+	if err != nil {
+		return false
+	}
+	for _, h := range hosts {
+		ip := net.ParseIP(h)
+		if !strings.HasPrefix(h, "/") && !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+	}
+	return true
 }
 
 func fallbackHosts(cfg *pgconn.Config) []string {

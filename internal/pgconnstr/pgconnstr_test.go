@@ -80,3 +80,39 @@ func TestApplicationNameAndKeepalives(t *testing.T) {
 		t.Errorf("application_name %q without one in the URL, want pgrelay", got)
 	}
 }
+
+func TestOnThisMachine(t *testing.T) {
+	for url, want := range map[string]bool{
+		"postgres://u@127.0.0.1:5432/db":                  true,
+		"postgres://u@127.0.0.2/db":                       true,
+		"postgres://u@[::1]:5433/db":                      true,
+		"postgres://u@localhost/db":                       true,
+		"postgres://u@LOCALHOST/db":                       true,
+		"postgres:///db?host=/var/run/postgresql":         true,
+		"host=/tmp port=5432 dbname=db":                   true,
+		"postgres://u@127.0.0.1,localhost/db":             true,
+		"postgres://u@db.example.com/db":                  false,
+		"postgres://u@10.0.0.5/db":                        false,
+		"postgres://u@127.0.0.1,db.example.com/db":        false,
+		"mysql://u@127.0.0.1/db":                          false,
+		"postgres://u@127.0.0.1/db?sslmode=nonsense-mode": false,
+	} {
+		if got := OnThisMachine(url); got != want {
+			t.Errorf("OnThisMachine(%q) = %v, want %v", url, got, want)
+		}
+	}
+}
+
+func TestSocketHostURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u:p@%2Ftmp%2Fpg:5433/db", "postgres://u:p@:5433/db?host=%2Ftmp%2Fpg"},
+		{"postgresql://%2fvar%2frun%2fpostgresql/db?sslmode=disable", "postgresql:///db?host=%2Fvar%2Frun%2Fpostgresql&sslmode=disable"},
+		{"postgres://u@host:5432/db", "postgres://u@host:5432/db"},
+		{"host=/tmp dbname=db", "host=/tmp dbname=db"},
+		{"mysql://u@%2Ftmp/db", "mysql://u@%2Ftmp/db"},
+	} {
+		if got := SocketHostURL(c.in); got != c.want {
+			t.Errorf("SocketHostURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

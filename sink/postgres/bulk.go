@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
 )
 
 // CopyFrom loads rows in COPY text format (columns in t's order) into t's
@@ -43,13 +44,13 @@ func (s *Sink) Empty(ctx context.Context, t *schema.Table) error {
 	return s.withMeta(ctx, func(conn *pgx.Conn) error {
 		kinds, err := relkinds(ctx, conn, []string{qname})
 		if err != nil {
-			return &ChangeError{Op: "truncate", Table: qname, Err: err}
+			return changeError(sink.ChangeError{Op: "truncate", Table: qname, Err: err})
 		}
 		own := ownRows(kinds[0], qname)
 		results, err := conn.PgConn().Exec(ctx, "BEGIN; LOCK TABLE "+own+" IN SHARE MODE; SELECT EXISTS (SELECT FROM "+own+"); COMMIT").ReadAll()
 		if err != nil {
 			rollbackIfInTx(ctx, conn)
-			return &ChangeError{Op: "truncate", Table: qname, Err: err}
+			return changeError(sink.ChangeError{Op: "truncate", Table: qname, Err: err})
 		}
 		if len(results) == 4 && len(results[2].Rows) == 1 && len(results[2].Rows[0]) == 1 && string(results[2].Rows[0][0]) == "f" {
 			return nil
@@ -66,11 +67,11 @@ func (s *Sink) emptyRows(ctx context.Context, conn *pgx.Conn, t *schema.Table, o
 		return nil
 	}
 	if conn.IsClosed() {
-		return &ChangeError{Op: "truncate", Table: own, Err: err}
+		return changeError(sink.ChangeError{Op: "truncate", Table: own, Err: err})
 	}
 	s.logger().Debug("emptying the table with DELETE: it cannot be truncated", "table", t.DisplayName(), "why", err.Error())
 	if _, err := conn.Exec(ctx, "DELETE FROM "+own); err != nil {
-		return &ChangeError{Op: "delete the rows of", Table: own, Err: err}
+		return changeError(sink.ChangeError{Op: "delete the rows of", Table: own, Err: err})
 	}
 	return nil
 }
@@ -318,11 +319,11 @@ func (s *Sink) blankPadded(ctx context.Context, conn *pgx.Conn, t *schema.Table)
 		WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
 			AND a.atttypid = $2 AND a.atttypmod >= 4`, qname, bpcharOID)
 	if err != nil {
-		return nil, &ChangeError{Op: "read the column types of", Table: qname, Err: err}
+		return nil, changeError(sink.ChangeError{Op: "read the column types of", Table: qname, Err: err})
 	}
 	padded, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, &ChangeError{Op: "read the column types of", Table: qname, Err: err}
+		return nil, changeError(sink.ChangeError{Op: "read the column types of", Table: qname, Err: err})
 	}
 	trim := make([]bool, len(t.Columns))
 	for i, c := range t.Columns {
@@ -376,7 +377,7 @@ func (s *Sink) truncateForFreeze(ctx context.Context, conn *pgx.Conn, t *schema.
 		return true, nil
 	}
 	if conn.IsClosed() || conn.PgConn().TxStatus() != 'I' {
-		return false, classify(&ChangeError{Op: "truncate", Table: qname, Err: err}, true)
+		return false, classify(changeError(sink.ChangeError{Op: "truncate", Table: qname, Err: err}), true)
 	}
 	s.logger().Debug("loading without COPY FREEZE", "table", t.DisplayName(), "why", err.Error())
 	return false, nil
@@ -417,9 +418,10 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	tag, err := pg.CopyFrom(ctx, r, sql)
 	stop()
 	if err != nil {
-		ce := &ChangeError{Op: "copy into", Table: ts.qname, Err: err}
+		ce := changeError(sink.ChangeError{Op: "copy into", Table: ts.qname, Err: err})
 		if line, column := copyLine(err); line > 0 {
-			ce.Op, ce.Column = fmt.Sprintf("copy (input line %d) into", line), column
+			ce.Op = fmt.Sprintf("copy (input line %d) into", line)
+			refusedColumn(ce, column)
 			if o.binary {
 				ce.Op = fmt.Sprintf("copy (binary input row %d) into", line)
 			}
@@ -429,7 +431,7 @@ func (s *Sink) copyFrom(ctx context.Context, t *schema.Table, r io.Reader, o cop
 	}
 	if frozen {
 		if _, err := pg.Exec(ctx, "COMMIT").ReadAll(); err != nil {
-			return 0, classify(&ChangeError{Op: "commit the copy into", Table: ts.qname, Err: err}, conn.IsClosed())
+			return 0, classify(changeError(sink.ChangeError{Op: "commit the copy into", Table: ts.qname, Err: err}), conn.IsClosed())
 		}
 	}
 	return tag.RowsAffected(), nil

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
 )
 
 // EnsureTables is EnsureTable(t, nil) for every table of tables, in that
@@ -222,7 +223,7 @@ func (s *Sink) createOne(ctx context.Context, conn *pgx.Conn, t, ddlTable *schem
 	b.ExecParams("COMMIT", nil, nil, nil, nil)
 	if _, err := conn.PgConn().ExecBatch(ctx, b).ReadAll(); err != nil {
 		rollbackIfInTx(ctx, conn)
-		return collationHint(classify(&ChangeError{Op: opDDL.String(), Table: qname, Err: err}, conn.IsClosed()))
+		return collationHint(classify(changeError(sink.ChangeError{Op: opDDL.String(), Table: qname, Err: err}), conn.IsClosed()))
 	}
 	return nil
 }

@@ -299,7 +299,7 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 	}
 	if err != nil {
 		// A change queued before the DDL (sent with it) may be what failed.
-		if ce := (*ChangeError)(nil); errors.As(err, &ce) && ce.Op != opDDL.String() {
+		if ce := (*sink.ChangeError)(nil); errors.As(err, &ce) && ce.Op != opDDL.String() {
 			return false, &sink.EarlierChangeError{Err: err}
 		}
 		return false, collationHint(err)

@@ -3,73 +3,40 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/source"
 )
 
-// ErrRowNotFound is wrapped by the error of an update or delete whose row is not
-// on the target: the target has diverged from the source.
-var ErrRowNotFound = errors.New("row not found on the target (the target has diverged from the source: rows changed there, or the publication changed since the copy — a row filter, or a partition attached or detached under publish_via_partition_root; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always)")
-
-// ErrNoIdentity is wrapped by the error of an update or delete on a table without
-// a replica identity key.
-var ErrNoIdentity = errors.New("table has no replica identity")
-
-// ChangeError is the error of one queued operation: what it did, to which table,
-// at which source LSN, and what the target said.
-type ChangeError struct {
-	Op    string // "insert into", "update", "delete from", "truncate", "copy into", …
-	Table string // quoted target name, e.g. "public"."t"
-	LSN   source.LSN
-	// LastLSN is set for COPY runs whose failing row is unknown: the error is
-	// somewhere in LSN..LastLSN.
-	LastLSN source.LSN
-	Key     string // identity of the row for updates and deletes, e.g. (id)=(42)
-	// Column is the target column whose value the target refused, when it
-	// says (COPY does): unquoted.
-	Column string
-	Err    error
+// changeError is ce as this sink reports it: Err worded as PostgreSQL words
+// it, and the target's refusal of the row itself (a data exception or an
+// integrity constraint: SQLSTATE classes 22 and 23) marked as such.
+func changeError(ce sink.ChangeError) *sink.ChangeError {
+	ce.Sink = "sink/postgres"
+	if sqlState(ce.Err) != "" {
+		ce.Reason = describe(ce.Err)
+	}
+	code := sqlState(ce.Err)
+	ce.Refused = strings.HasPrefix(code, "22") || strings.HasPrefix(code, "23")
+	return &ce
 }
 
-func (e *ChangeError) Error() string {
-	var b strings.Builder
-	b.WriteString("sink/postgres: ")
-	b.WriteString(e.Op)
-	if e.Table != "" {
-		b.WriteByte(' ')
-		b.WriteString(e.Table)
+// refusedColumn sets the column whose value the target refused (COPY says
+// which), and what to do when its input function looked up an object by
+// name the target lacks: an OID alias type's (regclass, regtype, regproc, …).
+func refusedColumn(ce *sink.ChangeError, column string) {
+	if column == "" {
+		return
 	}
-	if e.Key != "" {
-		b.WriteString(" key ")
-		b.WriteString(e.Key)
+	ce.Column = pgquote.Ident(column)
+	switch sqlState(ce.Err) {
+	case "42P01", "42704", "42883", "3F000", "42P05":
+		ce.Hint = "the column's values name objects (its type is one of the OID alias types, regclass, regtype, regproc, …) and the target lacks this one: create it on the target, or store the names as text"
 	}
-	if e.LSN != 0 || e.LastLSN != 0 {
-		fmt.Fprintf(&b, " at source LSN %s", e.LSN)
-		if e.LastLSN != 0 && e.LastLSN != e.LSN {
-			fmt.Fprintf(&b, "..%s", e.LastLSN)
-		}
-	}
-	if e.Column != "" {
-		b.WriteString(" column ")
-		b.WriteString(pgquote.Ident(e.Column))
-	}
-	b.WriteString(": ")
-	b.WriteString(describe(e.Err))
-	if code := sqlState(e.Err); e.Column != "" && (code == "42P01" || code == "42704" || code == "42883" || code == "3F000" || code == "42P05") {
-		// An input function that looks an object up by name: an OID alias
-		// type's (regclass, regtype, regproc, …).
-		b.WriteString("; the column's values name objects (its type is one of the OID alias types, regclass, regtype, regproc, …) and the target lacks this one: create it on the target, or store the names as text")
-	}
-	return b.String()
 }
-
-func (e *ChangeError) Unwrap() error { return e.Err }
 
 // describe renders a server error as PostgreSQL words it, without the
 // severity, followed by its DETAIL on the same line: for constraint errors
@@ -126,15 +93,16 @@ func isRetryable(err error, lost bool) bool {
 	return lost || pgconn.SafeToRetry(err)
 }
 
-// classify wraps err with sink.Retryable when the transaction may be retried
-// (a read-only target's refusal too, as a *ReadOnlyError), and the target's
-// refusal of a change's value with sink.ValueRejected.
+// classify wraps err with sink.Retryable when the transaction may be retried,
+// the target's refusal of a change's value with sink.ValueRejected, and a
+// write refused by a read-only target (read_only_sql_transaction: a standby,
+// default_transaction_read_only) as a *sink.ReadOnlyError (sink.ErrReadOnly).
 func classify(err error, lost bool) error {
 	if err == nil {
 		return nil
 	}
-	if readOnlyRefusal(err) {
-		return sink.Retryable(&ReadOnlyError{Err: err})
+	if readOnlyRefusal(err) && !errors.Is(err, sink.ErrReadOnly) {
+		return &sink.ReadOnlyError{Cause: readOnlyUnknown, Err: err}
 	}
 	if isRetryable(err, lost) {
 		return sink.Retryable(err)
@@ -149,7 +117,7 @@ func classify(err error, lost bool) error {
 // a data exception (class 22: input syntax, out of range, malformed record)
 // or a check violation (23514: pgrelay creates no table CHECKs, so a domain's).
 func valueRejected(err error) bool {
-	var ce *ChangeError
+	var ce *sink.ChangeError
 	if !errors.As(err, &ce) {
 		return false
 	}

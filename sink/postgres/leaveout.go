@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/sink"
 )
 
 // What a target older than the source cannot build, and nothing replicated
@@ -101,7 +102,7 @@ func (tx *Tx) buildIndexes(ctx context.Context, qname string, defs []string, exi
 	}
 	conn := tx.s.conn
 	fail := func(def string, err error) error {
-		return tx.fail(classify(&ChangeError{Op: "build index of", Table: qname, Err: fmt.Errorf("%s: %w", def, err)}, conn.IsClosed()))
+		return tx.fail(classify(changeError(sink.ChangeError{Op: "build index of", Table: qname, Err: fmt.Errorf("%s: %w", def, err)}), conn.IsClosed()))
 	}
 	for _, def := range defs {
 		// SAVEPOINT on its own: a definition the target cannot parse fails

@@ -1,7 +1,7 @@
 // Package postgres is pgrelay's PostgreSQL sink: it applies source transactions
 // to a PostgreSQL target in commit order, each together with its position in the
-// pgrelay.progress table, and implements the sink.TwoPhase, sink.BulkLoader and
-// sink.BinaryBulkLoader capabilities.
+// pgrelay.progress table, and implements every capability package sink
+// declares (the compile-time checks below list them).
 //
 // # Sessions
 //
@@ -79,13 +79,43 @@ import (
 	"github.com/pgrelay/pgrelay/source"
 )
 
-// Compile-time checks of the capabilities.
+// Compile-time checks of the capabilities (package sink's table).
 var (
-	_ sink.Sink             = (*Sink)(nil)
-	_ sink.TwoPhase         = (*Sink)(nil)
-	_ sink.BulkLoader       = (*Sink)(nil)
-	_ sink.BinaryBulkLoader = (*Sink)(nil)
-	_ sink.Tx               = (*Tx)(nil)
+	_ sink.Target = (*Sink)(nil) // every required one
+
+	_ sink.Sink           = (*Sink)(nil)
+	_ sink.Tx             = (*Tx)(nil)
+	_ sink.SeedStore      = (*Sink)(nil)
+	_ sink.BulkLoader     = (*Sink)(nil)
+	_ sink.MetadataReader = (*Sink)(nil)
+	_ sink.SlotLocker     = (*Sink)(nil)
+	_ sink.Teardowner     = (*Sink)(nil)
+	_ sink.TableInspector = (*Sink)(nil)
+
+	_ sink.Preflighter         = (*Sink)(nil)
+	_ sink.Preconnecter        = (*Sink)(nil)
+	_ sink.TablesEnsurer       = (*Sink)(nil)
+	_ sink.Cleaner             = (*Sink)(nil)
+	_ sink.TablesCleaner       = (*Sink)(nil)
+	_ sink.StatesSetter        = (*Sink)(nil)
+	_ sink.BinaryBulkLoader    = (*Sink)(nil)
+	_ sink.BinaryChecker       = (*Sink)(nil)
+	_ sink.WholeLoader         = (*Sink)(nil)
+	_ sink.KeyDeferrer         = (*Sink)(nil)
+	_ sink.IndexBuilder        = (*Sink)(nil)
+	_ sink.AsyncCommitter      = (*Sink)(nil)
+	_ sink.AsyncTx             = (*Tx)(nil)
+	_ sink.TwoPhase            = (*Sink)(nil)
+	_ sink.PrepareChecker      = (*Sink)(nil)
+	_ sink.PreparedCommits     = (*Sink)(nil)
+	_ sink.PreparedFills       = (*Sink)(nil)
+	_ sink.ApartEnsurer        = (*Sink)(nil)
+	_ sink.BehindReporter      = (*Sink)(nil)
+	_ sink.RelationLocator     = (*Sink)(nil)
+	_ sink.CreatedTableIndexer = (*Sink)(nil)
+	_ sink.JoinedTableCopier   = (*Sink)(nil)
+	_ sink.SequenceSetter      = (*Sink)(nil)
+	_ sink.StatsReporter       = (*Sink)(nil)
 )
 
 // Options tune the sink. The zero value is usable.
@@ -112,6 +142,11 @@ type Options struct {
 	// it waits for a lock, and logs what holds it (lockwatch.go). Default
 	// 10 s.
 	LockWait time.Duration
+	// Inspect opens the sink for what only reads pgrelay's metadata and the
+	// target's tables, and removes the metadata (status, verify, teardown):
+	// its sessions go without session_replication_role, whose privilege
+	// those need not have, and it applies and loads nothing.
+	Inspect bool
 }
 
 // Validate applies defaults and rejects impossible values.
@@ -215,6 +250,9 @@ type Sink struct {
 	metaMu sync.Mutex
 	meta   *pgx.Conn // metadata helpers' connection, opened on first use
 
+	lockMu sync.Mutex
+	lock   *pgx.Conn // holds the slot's advisory lock (LockSlot)
+
 	// bulkIdle are the connections of bulk loads that ended well, for the next
 	// ones: a snapshot of thousands of small tables opened one per table.
 	bulkMu   sync.Mutex
@@ -233,20 +271,31 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 		return nil, fmt.Errorf("sink/postgres: parse target URL: %w", redact.New(url).Err(err))
 	}
 	for k, v := range sessionParams {
-		cfg.RuntimeParams[k] = v
+		if !opts.Inspect || k != "session_replication_role" {
+			cfg.RuntimeParams[k] = v
+		}
 	}
 	s := &Sink{config: cfg, opts: opts, dialect: schema.Postgres, tables: map[*schema.Table]*tableStatements{}, behind: map[uint32]bool{},
 		located: locations{}}
-	if s.conn, err = s.connect(ctx); err != nil {
+	// Connected at once: a target that cannot be reached fails the start.
+	first := &s.conn
+	if opts.Inspect {
+		first = &s.meta
+	}
+	if *first, err = s.connect(ctx); err != nil {
 		return nil, redact.New(url).Err(err)
 	}
-	if m := serverMajor(s.conn); m > 0 && m < 15 {
+	if m := serverMajor(*first); m > 0 && m < 15 {
 		s.charsAsBytes = true
 	}
 	return s, nil
 }
 
-// connect opens a target session with the replica settings.
+// errInspectOnly refuses to apply or load on a sink opened with Inspect.
+var errInspectOnly = errors.New("sink/postgres: opened to inspect the target (Options.Inspect): it applies and loads nothing")
+
+// connect opens a target session with the replica settings (without
+// session_replication_role under Inspect).
 func (s *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.config.Copy())
 	if err != nil {
@@ -262,6 +311,9 @@ func (s *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
 // applyConn returns the apply connection, reconnecting after a loss. Prepared
 // statements die with the session, so they are forgotten.
 func (s *Sink) applyConn(ctx context.Context) (*pgx.Conn, error) {
+	if s.opts.Inspect {
+		return nil, errInspectOnly
+	}
 	if err := s.settle(); err != nil {
 		return nil, err
 	}
@@ -330,6 +382,12 @@ func (s *Sink) Close(ctx context.Context) error {
 		s.meta = nil
 	}
 	s.metaMu.Unlock()
+	s.lockMu.Lock()
+	if s.lock != nil {
+		conns = append(conns, s.lock)
+		s.lock = nil
+	}
+	s.lockMu.Unlock()
 	s.bulkMu.Lock()
 	conns = append(conns, s.bulkIdle...)
 	s.bulkIdle = nil
@@ -371,6 +429,9 @@ func (s *Sink) bulkConn(ctx context.Context) (*pgx.Conn, error) {
 
 // connectBulk opens a connection for bulk loads and index builds.
 func (s *Sink) connectBulk(ctx context.Context) (*pgx.Conn, error) {
+	if s.opts.Inspect {
+		return nil, errInspectOnly
+	}
 	conn, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -382,22 +443,29 @@ func (s *Sink) connectBulk(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// Preconnect opens, in the background, the metadata connection and up to
-// bulk connections for bulk loads, which a session's later steps would each
-// open in turn (a connection costs a server process and an authentication:
-// 20-30 ms on a small machine). The first use of each waits for its dial;
-// one that failed is dialed again then, and that error is reported.
+// Preconnect opens, in the background, the metadata connection, the lock's
+// and up to bulk connections for bulk loads, which a session's later steps
+// would each open in turn (a connection costs a server process and an
+// authentication: 20-30 ms on a small machine). The first use of each waits
+// for its dial; one that failed is dialed again then, and that error is
+// reported.
 func (s *Sink) Preconnect(ctx context.Context, bulk int) {
-	// Unlocked by the dialing goroutine: withMeta waits for it.
-	s.metaMu.Lock()
-	go func() {
-		defer s.metaMu.Unlock()
-		if s.meta == nil || s.meta.IsClosed() {
-			if conn, err := s.connect(ctx); err == nil {
-				s.meta = conn
+	// Each unlocked by its dialing goroutine: withMeta and LockSlot wait for
+	// it.
+	for _, c := range []struct {
+		mu   *sync.Mutex
+		conn **pgx.Conn
+	}{{&s.metaMu, &s.meta}, {&s.lockMu, &s.lock}} {
+		c.mu.Lock()
+		go func() {
+			defer c.mu.Unlock()
+			if *c.conn == nil || (*c.conn).IsClosed() {
+				if conn, err := s.connect(ctx); err == nil {
+					*c.conn = conn
+				}
 			}
-		}
-	}()
+		}()
+	}
 	s.bulkMu.Lock()
 	bulk = min(bulk, maxBulkIdle-len(s.bulkIdle))
 	s.bulkMu.Unlock()
@@ -498,27 +566,15 @@ func (s *Sink) prepare(ctx context.Context, ts *tableStatements, st *statement, 
 	return nil
 }
 
-// Stats counts what the apply connection sent, for metrics and tests.
-type Stats struct {
-	Batches    int64 // round trips of queued statements
-	Statements int64 // statements sent in them
-	CopyRuns   int64 // insert runs sent as COPY
-	CopyRows   int64 // rows sent by those COPYs
-	Folded     int64 // updates folded into a later update of the same row
-	// SetStatements counts the set statements sent (one UPDATE or DELETE for
-	// many rows, setop.go), SetRows the rows they changed.
-	SetStatements int64
-	SetRows       int64
-}
-
 type stats struct {
 	batches, statements, copyRuns, copyRows, folded atomic.Int64
 	setStatements, setRows                          atomic.Int64
 }
 
-// Stats returns the counters since New. Safe to call from any goroutine.
-func (s *Sink) Stats() Stats {
-	return Stats{
+// Stats returns what the apply connection sent since New, for metrics and
+// tests. Safe to call from any goroutine.
+func (s *Sink) Stats() sink.Stats {
+	return sink.Stats{
 		Batches:       s.stats.batches.Load(),
 		Statements:    s.stats.statements.Load(),
 		CopyRuns:      s.stats.copyRuns.Load(),

@@ -198,10 +198,22 @@ func TestClassify(t *testing.T) {
 		{io.ErrUnexpectedEOF, false, false},
 		{fmt.Errorf("wrapped: %w", errors.Join(errors.New("x"), &pgconn.PgError{Code: "40001"})), false, true},
 	} {
-		err := classify(&ChangeError{Op: "insert into", Table: `"t"`, Err: c.err}, c.lost)
+		err := classify(changeError(sink.ChangeError{Op: "insert into", Table: `"t"`, Err: c.err}), c.lost)
 		if got := errors.Is(err, sink.ErrRetryable); got != c.retryable {
 			t.Errorf("classify(%v, lost=%v): retryable %v, want %v", c.err, c.lost, got, c.retryable)
 		}
+	}
+}
+
+// TestClassifyReadOnly: a write a read-only target refuses is marked so, and
+// is not retried as a whole transaction.
+func TestClassifyReadOnly(t *testing.T) {
+	err := classify(changeError(sink.ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "25006", Message: "cannot execute INSERT in a read-only transaction"}}), false)
+	if !errors.Is(err, sink.ErrReadOnly) || errors.Is(err, sink.ErrRetryable) {
+		t.Errorf("classify(25006): read-only %v, retryable %v; want true, false", errors.Is(err, sink.ErrReadOnly), errors.Is(err, sink.ErrRetryable))
+	}
+	if err := classify(errors.New("x"), false); errors.Is(err, sink.ErrReadOnly) {
+		t.Errorf("another error is marked read-only")
 	}
 }
 
@@ -235,12 +247,12 @@ func TestClassifyValueRejected(t *testing.T) {
 		err      error
 		rejected bool
 	}{
-		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22P02", Message: `invalid input syntax for type integer: "y"`}}, true},
-		{&ChangeError{Op: "update", Err: &pgconn.PgError{Code: "23514"}}, true},
-		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22003"}}, true},
-		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "23505"}}, false},
-		{&ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22P02", Message: "malformed record literal"}}, false}, // retryable already
-		{fmt.Errorf("sink/postgres: ensure table: %w", &pgconn.PgError{Code: "22P02"}), false},                             // not a change's value
+		{changeError(sink.ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22P02", Message: `invalid input syntax for type integer: "y"`}}), true},
+		{changeError(sink.ChangeError{Op: "update", Err: &pgconn.PgError{Code: "23514"}}), true},
+		{changeError(sink.ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22003"}}), true},
+		{changeError(sink.ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "23505"}}), false},
+		{changeError(sink.ChangeError{Op: "insert into", Err: &pgconn.PgError{Code: "22P02", Message: "malformed record literal"}}), false}, // retryable already
+		{fmt.Errorf("sink/postgres: ensure table: %w", &pgconn.PgError{Code: "22P02"}), false},                                              // not a change's value
 	} {
 		err := classify(c.err, false)
 		if got := errors.Is(err, sink.ErrValueRejected); got != c.rejected {
@@ -250,8 +262,8 @@ func TestClassifyValueRejected(t *testing.T) {
 }
 
 func TestChangeErrorText(t *testing.T) {
-	err := &ChangeError{Op: "insert into", Table: `"public"."t"`, LSN: 0x16B3748,
-		Err: &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: `duplicate key value violates unique constraint "t_pkey"`}}
+	err := changeError(sink.ChangeError{Op: "insert into", Table: `"public"."t"`, LSN: 0x16B3748,
+		Err: &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: `duplicate key value violates unique constraint "t_pkey"`}})
 	want := `sink/postgres: insert into "public"."t" at source LSN 0/16B3748: duplicate key value violates unique constraint "t_pkey" (SQLSTATE 23505)`
 	if err.Error() != want {
 		t.Fatalf("got  %s\nwant %s", err, want)
@@ -260,14 +272,19 @@ func TestChangeErrorText(t *testing.T) {
 	if !errors.As(err, &pgErr) {
 		t.Fatal("ChangeError does not unwrap to the PgError")
 	}
-	set := &ChangeError{Op: "update", Table: `"t"`, LSN: 0x10, LastLSN: 0x20,
-		Err: &pgconn.PgError{Code: "23514", Message: `new row for relation "t" violates check constraint "c"`, Detail: "Failing row contains (5,\n -1)."}}
+	set := changeError(sink.ChangeError{Op: "update", Table: `"t"`, LSN: 0x10, LastLSN: 0x20,
+		Err: &pgconn.PgError{Code: "23514", Message: `new row for relation "t" violates check constraint "c"`, Detail: "Failing row contains (5,\n -1)."}})
 	if got, want := set.Error(), `sink/postgres: update "t" at source LSN 0/10..0/20: new row for relation "t" violates check constraint "c" (SQLSTATE 23514): Failing row contains (5, -1).`; got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	run := &ChangeError{Op: "copy into", Table: `"t"`, LSN: 0x10, LastLSN: 0x20, Err: errors.New("boom")}
+	run := changeError(sink.ChangeError{Op: "copy into", Table: `"t"`, LSN: 0x10, LastLSN: 0x20, Err: errors.New("boom")})
 	if got := run.Error(); got != `sink/postgres: copy into "t" at source LSN 0/10..0/20: boom` {
 		t.Fatalf("got %s", got)
+	}
+	// Classes 22 and 23 are the target refusing the row itself.
+	if !errors.Is(err, sink.ErrChangeRefused) || !errors.Is(set, sink.ErrChangeRefused) || errors.Is(run, sink.ErrChangeRefused) {
+		t.Errorf("refused: unique %v, check %v, other %v; want true, true, false",
+			errors.Is(err, sink.ErrChangeRefused), errors.Is(set, sink.ErrChangeRefused), errors.Is(run, sink.ErrChangeRefused))
 	}
 }
 
@@ -277,7 +294,7 @@ func TestCopyLine(t *testing.T) {
 		line   int
 		column string
 	}{
-		{&ChangeError{Err: &pgconn.PgError{Code: "23505", Where: `COPY pipe, line 151`}}, 151, ""},
+		{changeError(sink.ChangeError{Err: &pgconn.PgError{Code: "23505", Where: `COPY pipe, line 151`}}), 151, ""},
 		{&pgconn.PgError{Where: `COPY t, line 3, column id: "x"`}, 3, "id"},
 		{&pgconn.PgError{Where: `COPY t, line 4, column Odd: "Name": "x"`}, 4, "Odd"},
 		{&pgconn.PgError{Where: `COPY t, line 5, column b`}, 5, "b"},
@@ -288,8 +305,9 @@ func TestCopyLine(t *testing.T) {
 		}
 	}
 	// The column is named, and for a name the target lacks, what to do.
-	err := &ChangeError{Op: "copy (input line 1) into", Table: `"public"."rv"`, Column: "r",
-		Err: &pgconn.PgError{Code: "42P01", Message: `relation "x" does not exist`}}
+	err := changeError(sink.ChangeError{Op: "copy (input line 1) into", Table: `"public"."rv"`,
+		Err: &pgconn.PgError{Code: "42P01", Message: `relation "x" does not exist`}})
+	refusedColumn(err, "r")
 	if got, want := err.Error(), `sink/postgres: copy (input line 1) into "public"."rv" column "r": relation "x" does not exist (SQLSTATE 42P01); the column's values name objects`; !strings.HasPrefix(got, want) {
 		t.Errorf("got  %s\nwant %s…", got, want)
 	}

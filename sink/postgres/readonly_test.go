@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,31 +11,27 @@ import (
 	"github.com/pgrelay/pgrelay/sink"
 )
 
-// TestReadOnlyRefusalRetryable: a write a read-only target refuses (25006)
-// is retryable, as a *ReadOnlyError that keeps what was refused; other
-// errors are not taken for it.
-func TestReadOnlyRefusalRetryable(t *testing.T) {
-	refused := &ChangeError{Op: "insert into", Table: `"public"."t"`, LSN: 0x10,
-		Err: &pgconn.PgError{Code: "25006", Message: "cannot execute INSERT in a read-only transaction"}}
+// TestReadOnlyRefusal: a write a read-only target refuses (25006) is a
+// *sink.ReadOnlyError that keeps what was refused, said once however often
+// it is classified on its way up; other errors are not taken for it.
+func TestReadOnlyRefusal(t *testing.T) {
+	refused := changeError(sink.ChangeError{Op: "insert into", Table: `"public"."t"`, LSN: 0x10,
+		Err: &pgconn.PgError{Code: "25006", Message: "cannot execute INSERT in a read-only transaction"}})
 	err := classify(refused, false)
-	var ro *ReadOnlyError
-	if !errors.Is(err, sink.ErrRetryable) || !errors.As(err, &ro) || !errors.Is(err, refused) {
-		t.Fatalf("classify(25006) = %v, want a retryable *ReadOnlyError wrapping the refusal", err)
+	var ro *sink.ReadOnlyError
+	if !errors.Is(err, sink.ErrReadOnly) || !errors.As(err, &ro) || !errors.Is(err, refused) || ro.Database != "" {
+		t.Fatalf("classify(25006) = %v, want a *sink.ReadOnlyError wrapping the refusal, its database not known", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "takes no writes") || !strings.Contains(msg, "SQLSTATE 25006") {
 		t.Errorf("classify(25006) says %q", msg)
 	}
-	// Explained where the database cannot be reached: still retryable,
-	// still saying what it is.
-	for _, e := range []error{err, fmt.Errorf("apply: %w", refused.Err)} {
-		got := ExplainReadOnly(context.Background(), "postgres://u@127.0.0.1:1/db?connect_timeout=1", e)
-		if !errors.Is(got, sink.ErrRetryable) || !errors.As(got, &ro) || !strings.Contains(got.Error(), "takes no writes") {
-			t.Errorf("ExplainReadOnly(%v) = %v", e, got)
-		}
+	again := classify(fmt.Errorf("sink/postgres: commit: %w", err), false)
+	if n := strings.Count(again.Error(), "takes no writes"); n != 1 {
+		t.Errorf("classified twice: %q says it %d times", again, n)
 	}
-	for _, e := range []error{nil, errors.New("other"), &pgconn.PgError{Code: "23505"}} {
-		if got := ExplainReadOnly(context.Background(), "postgres://u@127.0.0.1:1/db", e); got != e {
-			t.Errorf("ExplainReadOnly(%v) = %v, want it unchanged", e, got)
+	for _, e := range []error{errors.New("other"), &pgconn.PgError{Code: "23505"}} {
+		if errors.Is(classify(e, false), sink.ErrReadOnly) {
+			t.Errorf("classify(%v) is marked read-only", e)
 		}
 	}
 }

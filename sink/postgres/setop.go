@@ -209,7 +209,7 @@ func (tx *Tx) queueSet(ctx context.Context, ts *tableStatements, rows []*sink.Ch
 		}
 		st = ts.buildSet(tx.setShape)
 		if err := tx.s.prepare(ctx, ts, st, len(ts.byShape) < maxStatementsPerTable); err != nil {
-			return tx.fail(classify(&ChangeError{Op: opName, Table: ts.qname, LSN: first.LSN, LastLSN: rows[len(rows)-1].LSN, Err: err}, tx.s.conn.IsClosed()))
+			return tx.fail(classify(changeError(sink.ChangeError{Op: opName, Table: ts.qname, LSN: first.LSN, LastLSN: rows[len(rows)-1].LSN, Err: err}), tx.s.conn.IsClosed()))
 		}
 		if st.name != "" {
 			ts.byShape[string(key)] = st

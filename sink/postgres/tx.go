@@ -201,7 +201,7 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 // LSN than lsn, the change at hand: sending it (or the insert run before it)
 // brought back the result of statements queued before it.
 func earlierChange(err error, lsn source.LSN) error {
-	var ce *ChangeError
+	var ce *sink.ChangeError
 	if err == nil || !errors.As(err, &ce) || ce.LSN == 0 {
 		return err
 	}
@@ -215,8 +215,8 @@ func earlierChange(err error, lsn source.LSN) error {
 func (tx *Tx) applyNow(ctx context.Context, ts *tableStatements, ch *sink.Change) error {
 	if ch.Kind == sink.Insert {
 		if len(ch.New) != len(ts.columns) {
-			return tx.fail(&ChangeError{Op: "insert into", Table: ts.qname, LSN: ch.LSN,
-				Err: fmt.Errorf("row has %d values, table has %d columns", len(ch.New), len(ts.columns))})
+			return tx.fail(changeError(sink.ChangeError{Op: "insert into", Table: ts.qname, LSN: ch.LSN,
+				Err: fmt.Errorf("row has %d values, table has %d columns", len(ch.New), len(ts.columns))}))
 		}
 		if tx.s.opts.CopyThreshold > 0 {
 			if tx.run.ts != nil && tx.run.ts != ts {
@@ -253,11 +253,11 @@ func (tx *Tx) queueInsert(ctx context.Context, ts *tableStatements, row source.T
 			return err
 		}
 		if err := tx.s.prepare(ctx, ts, st, true); err != nil {
-			return tx.fail(classify(&ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err}, tx.s.conn.IsClosed()))
+			return tx.fail(classify(changeError(sink.ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err}), tx.s.conn.IsClosed()))
 		}
 	}
 	if err := tx.bind(ts, st, row, nil); err != nil {
-		return tx.fail(&ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err})
+		return tx.fail(changeError(sink.ChangeError{Op: "insert into", Table: ts.qname, LSN: lsn, Err: err}))
 	}
 	tx.ops = append(tx.ops, op{kind: opInsert, table: ts.qname, lsn: lsn})
 	return tx.maybeSend(ctx)
@@ -271,8 +271,8 @@ func (tx *Tx) queueUpdateDelete(ctx context.Context, ts *tableStatements, ch *si
 	// Under REPLICA IDENTITY FULL, a table with no published column has no
 	// identity column either; its rows are all alike, and any one will do.
 	if len(ts.identity) == 0 && !ts.full {
-		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN,
-			Err: fmt.Errorf("%w: it has REPLICA IDENTITY NOTHING or no key, so its rows cannot be located; set one on the source (ALTER TABLE %s REPLICA IDENTITY FULL, or add a primary key)", ErrNoIdentity, ts.table.QualifiedName())})
+		return tx.fail(changeError(sink.ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN,
+			Err: fmt.Errorf("%w: it has REPLICA IDENTITY NOTHING or no key, so its rows cannot be located; set one on the source (ALTER TABLE %s REPLICA IDENTITY FULL, or add a primary key)", sink.ErrNoIdentity, ts.table.QualifiedName())}))
 	}
 	// The row is located by the old tuple when one was sent (key change, FULL,
 	// every delete), else by the new tuple's key columns.
@@ -283,7 +283,7 @@ func (tx *Tx) queueUpdateDelete(ctx context.Context, ts *tableStatements, ch *si
 	var err error
 	tx.shape, err = ts.shapeKey(tx.shape, ch, locate)
 	if err != nil {
-		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err})
+		return tx.fail(changeError(sink.ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err}))
 	}
 	st := ts.byShape[string(tx.shape)]
 	if st == nil {
@@ -292,14 +292,14 @@ func (tx *Tx) queueUpdateDelete(ctx context.Context, ts *tableStatements, ch *si
 		}
 		st = ts.buildShape(tx.shape)
 		if err := tx.s.prepare(ctx, ts, st, len(ts.byShape) < maxStatementsPerTable); err != nil {
-			return tx.fail(classify(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err}, tx.s.conn.IsClosed()))
+			return tx.fail(classify(changeError(sink.ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err}), tx.s.conn.IsClosed()))
 		}
 		if st.name != "" {
 			ts.byShape[string(tx.shape)] = st
 		}
 	}
 	if err := tx.bind(ts, st, ch.New, locate); err != nil {
-		return tx.fail(&ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err})
+		return tx.fail(changeError(sink.ChangeError{Op: opName, Table: ts.qname, LSN: ch.LSN, Err: err}))
 	}
 	start := len(tx.keys)
 	tx.keys = ts.keyText(tx.keys, locate)
@@ -467,7 +467,7 @@ func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint
 		kinds, err = relkinds(ctx, conn, names)
 		return err
 	}); err != nil {
-		return &ChangeError{Op: "truncate", Table: strings.Join(names, ", "), Err: err}
+		return changeError(sink.ChangeError{Op: "truncate", Table: strings.Join(names, ", "), Err: err})
 	}
 	owns := make([]string, len(names))
 	for i, name := range names {
@@ -686,7 +686,7 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 	err := mrr.Close()
 	if missing >= 0 && (err == nil || missing < done) {
 		o := ops[missing]
-		ce := &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: ErrRowNotFound}
+		ce := changeError(sink.ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Key: string(keys[o.keyStart:o.keyEnd]), Err: sink.ErrRowNotFound})
 		if o.set != nil {
 			r := o.set.missingRow(ctx, conn, removed, err == nil)
 			ce.LSN = o.set.lsns[r]
@@ -708,7 +708,7 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 		failed = len(ops) - 1
 	}
 	o := ops[failed]
-	ce := &ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Err: err}
+	ce := changeError(sink.ChangeError{Op: o.kind.String(), Table: o.table, LSN: o.lsn, Err: err})
 	if o.set != nil {
 		// Which of the rows failed is not known: the error is among them.
 		ce.LastLSN = o.set.lsns[len(o.set.lsns)-1]
@@ -720,7 +720,7 @@ func (s *Sink) exec(ctx context.Context, conn *pgx.Conn, ops []op, batch *pgconn
 	}
 	if lost && sqlState(err) == "" {
 		// The failing statement is unknown once the session is gone.
-		ce = &ChangeError{Op: "send batch", Table: o.table, LSN: ops[len(ops)-1].lsn, Err: err}
+		ce = changeError(sink.ChangeError{Op: "send batch", Table: o.table, LSN: ops[len(ops)-1].lsn, Err: err})
 		if last := ops[len(ops)-1].kind; last == opCommit || last == opPrepare {
 			return &sendError{err: ce, commitUnknown: true}
 		}
@@ -781,10 +781,11 @@ type copyJob struct {
 func (s *Sink) copyRun(ctx context.Context, conn *pgx.Conn, c *copyJob) error {
 	defer s.watchLocks(conn, c.table, c.lsns[0])()
 	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(c.data), c.sql); err != nil {
-		ce := &ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: cutBy(ctx, err)}
+		ce := changeError(sink.ChangeError{Op: "copy into", Table: c.table, LSN: c.lsns[0], LastLSN: c.lsns[len(c.lsns)-1], Err: cutBy(ctx, err)})
 		line, column := copyLine(err)
 		if line >= 1 && line <= len(c.lsns) {
-			ce.LSN, ce.LastLSN, ce.Column = c.lsns[line-1], 0, column
+			ce.LSN, ce.LastLSN = c.lsns[line-1], 0
+			refusedColumn(ce, column)
 		}
 		return classify(ce, conn.IsClosed())
 	}

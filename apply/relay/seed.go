@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"context"
@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrelay/pgrelay/apply/snapshot"
-	"github.com/pgrelay/pgrelay/internal/pgconnstr"
+	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -27,28 +24,19 @@ import (
 type seeder struct {
 	cfg      *Config
 	log      *slog.Logger
-	tgt      target
+	tgt      sink.Target
 	cat      *schema.Catalog
 	facts    schema.FactReader
 	major    int
 	twoPhase bool
 	slot     source.SlotState
 	srcConn  *pgx.Conn
-	// tgtConn is a plain target connection for the seed's checks (the
-	// session's, which holds the slot's lock); nil: one is opened for each.
-	tgtConn *pgx.Conn
 	// repl is the session's replication connection, on which the slot is
 	// created; nil once createSlot took it, or when there was none.
 	repl     *source.ReplConn
-	progress io.Writer
-}
-
-// withTarget runs fn on the seed's target connection.
-func (s *seeder) withTarget(ctx context.Context, fn func(*pgx.Conn) error) error {
-	if s.tgtConn != nil {
-		return fn(s.tgtConn)
-	}
-	return withTargetConn(ctx, s.cfg.TargetURL, fn)
+	progress io.Writer // the copy's progress display, when set
+	// sharedCores says the source and target servers share this machine.
+	sharedCores bool
 }
 
 // tableSync is the snapshot a table's copy was redone under, later than the
@@ -114,34 +102,20 @@ func (s *tableSyncs) empty() bool { return s == nil || len(s.byName) == 0 }
 // created the slot when it did (streaming goes on from it), and the snapshots
 // of tables whose copy was redone under a later one.
 func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error) {
-	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
+	d, err := s.decide(ctx)
+	if inUse := (*slotInUseError)(nil); errors.As(err, &inUse) {
+		client, cerr := source.ReadSlotClient(ctx, s.srcConn, inUse.pid)
+		if cerr != nil {
+			return nil, nil, cerr
+		}
+		inUse.client = &client
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	states, err := s.tgt.TableStates(ctx, s.cfg.Slot)
-	if err != nil {
-		return nil, nil, err
-	}
-	syncLSN := newTableSyncs()
-	for _, st := range states {
-		if st.SyncLSN == 0 {
-			continue
-		}
-		ts := tableSync{lsn: st.SyncLSN}
-		if st.SyncSnapshot != "" {
-			snap, err := source.ParseTxidSnapshot(st.SyncSnapshot)
-			if err != nil {
-				return nil, nil, fmt.Errorf("target: pgrelay.table_state of %s.%s: %w", st.Schema, st.Name, err)
-			}
-			ts.snap = &snap
-		}
-		syncLSN.add(st.RelationID, st.Schema+"."+st.Name, ts)
-	}
-	switch s.cfg.Snapshot {
-	case "never":
-		if found {
-			return nil, syncLSN, nil
-		}
+	seed, syncLSN := d.seed, d.syncs
+	switch d.action {
+	case seedWithoutCopy:
 		cp := s.slot.ConfirmedFlushLSN
 		var repl *source.ReplConn
 		if !s.slot.Exists {
@@ -156,45 +130,42 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error
 		}
 		s.log.Info("PGRELAY_SNAPSHOT=never: streaming changes only, no table copy", "from", cp.String())
 		return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, cp)
-	case "auto":
-		if found && seed.SnapshotDone {
-			if err := s.checkPublished(ctx, states); err != nil {
-				return nil, nil, err
-			}
-			done, published, added, optional, err := s.knownTables(ctx, states)
-			if err != nil || len(added) == 0 {
-				return nil, syncLSN, err
-			}
-			// Published since the copy (ALTER PUBLICATION … ADD TABLE, an
-			// unlogged table made SET LOGGED): their rows from before would
-			// never arrive otherwise.
-			s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", strings.Join(added, ", "))
-			if err := s.checkTargetTables(ctx, published); err != nil {
-				return nil, nil, err
-			}
-			if !optional {
-				return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", 0)
-			}
-			// Under FOR ALL TABLES the stream carries the rows of all but a
-			// table made SET LOGGED: not worth waiting long for a lock of
-			// another published table (a prepared transaction may hold one
-			// until pgrelay streams).
-			repl, sync, err := s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", optionalCopyLockWait)
-			if source.IsLockTimeout(err) {
-				s.log.Warn("did not copy the tables created while pgrelay was stopped: "+source.LockedHint+"; the stream carries their rows, except those of an unlogged table made SET LOGGED, which the next start copies",
-					"tables", strings.Join(added, ", "))
-				return nil, syncLSN, nil
-			}
-			return repl, sync, err
+	case seedStream:
+		if s.cfg.Snapshot == "never" {
+			return nil, syncLSN, nil
 		}
-		if found {
-			return s.redo(ctx, seed, states, syncLSN)
+		if err := s.checkPublished(ctx, d.states); err != nil {
+			return nil, nil, err
 		}
+		done, published, added, optional, err := s.knownTables(ctx, d.states)
+		if err != nil || len(added) == 0 {
+			return nil, syncLSN, err
+		}
+		// Published since the copy (ALTER PUBLICATION … ADD TABLE, an
+		// unlogged table made SET LOGGED): their rows from before would
+		// never arrive otherwise.
+		s.log.Info("tables were added to the publication since the snapshot copy: copying them", "tables", strings.Join(added, ", "))
+		if err := s.checkTargetTables(ctx, published); err != nil {
+			return nil, nil, err
+		}
+		if !optional {
+			return s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", 0)
+		}
+		// Under FOR ALL TABLES the stream carries the rows of all but a
+		// table made SET LOGGED: not worth waiting long for a lock of
+		// another published table (a prepared transaction may hold one
+		// until pgrelay streams).
+		repl, sync, err := s.copyUnder(ctx, seed, done, syncLSN, "copying the added tables", optionalCopyLockWait)
+		if source.IsLockTimeout(err) {
+			s.log.Warn("did not copy the tables created while pgrelay was stopped: "+source.LockedHint+"; the stream carries their rows, except those of an unlogged table made SET LOGGED, which the next start copies",
+				"tables", strings.Join(added, ", "))
+			return nil, syncLSN, nil
+		}
+		return repl, sync, err
+	case seedResume:
+		return s.copyUnder(ctx, seed, d.done, syncLSN, "resuming an interrupted copy", 0)
 	}
 	// A fresh copy: PGRELAY_SNAPSHOT=always, or auto on a target never seeded.
-	if s.slot.Exists && s.slot.Active {
-		return nil, nil, fmt.Errorf("slot %q is in use by process %d: %w", s.cfg.Slot, s.slot.ActivePID, source.ErrSlotInUse)
-	}
 	published, err := source.ListPublication(ctx, s.srcConn, s.cfg.Publication, 30*time.Second)
 	if source.IsLockTimeout(err) {
 		return nil, nil, fmt.Errorf("%s; run again once it is released: %w", source.LockedHint, err)
@@ -207,7 +178,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error
 	pool := snapshot.NewConnPool(s.cfg.SourceURL)
 	defer pool.Close(ctx)
 	pool.Predial(ctx, n)
-	if pc, ok := s.tgt.(preconnecter); ok {
+	if pc, ok := s.tgt.(sink.Preconnecter); ok {
 		pc.Preconnect(ctx, n)
 	}
 	if err := s.checkTargetTables(ctx, published); err != nil {
@@ -215,7 +186,7 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error
 	}
 	// The old slot's prepared transactions on the target would hold their
 	// tables' locks against the copy for ever.
-	if err := s.withTarget(ctx, func(c *pgx.Conn) error { return rollbackTargetPreparedOn(ctx, c, s.cfg.Slot, s.log) }); err != nil {
+	if err := rollbackPrepared(ctx, s.tgt, s.cfg.Slot, s.log); err != nil {
 		return nil, nil, err
 	}
 	if s.slot.Exists {
@@ -241,27 +212,109 @@ func (s *seeder) seed(ctx context.Context) (*source.ReplConn, *tableSyncs, error
 	return repl, nil, s.tgt.MarkSeeded(ctx, s.cfg.Slot, info.ConsistentPoint)
 }
 
-// preconnecter is a sink that opens its connections ahead of their use
-// (postgres.Sink.Preconnect).
-type preconnecter interface {
-	Preconnect(ctx context.Context, bulk int)
+// seedAction is what a start does to bring the target to a state it can
+// stream into.
+type seedAction int
+
+const (
+	// seedStream: the target is seeded; stream from its position (with
+	// PGRELAY_SNAPSHOT=auto, after copying tables the publication gained).
+	seedStream seedAction = iota
+	// seedWithoutCopy: PGRELAY_SNAPSHOT=never on a target never seeded:
+	// record the slot's position and copy nothing.
+	seedWithoutCopy
+	// seedResume: a copy a crash interrupted: the tables not done are
+	// copied again under a new snapshot taken without a slot, and changes to
+	// them from before that snapshot are skipped while streaming from the
+	// slot.
+	seedResume
+	// seedFresh: copy every table under a new slot (PGRELAY_SNAPSHOT=always,
+	// or auto on a target never seeded).
+	seedFresh
+)
+
+// seedDecision is what PGRELAY_SNAPSHOT, the slot and the target's seed
+// record decide.
+type seedDecision struct {
+	action seedAction
+	seed   sink.Seed
+	states []sink.TableState
+	// syncs are the tables whose copy was redone under a later snapshot.
+	syncs *tableSyncs
+	// done are, for seedResume, the tables already copied.
+	done map[string]bool
 }
 
-// redo finishes a copy that a crash interrupted: the tables not done are
-// copied again under a new snapshot taken with a temporary slot, and changes to
-// them from before that snapshot are skipped while streaming from the slot.
-func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableState, syncLSN *tableSyncs) (*source.ReplConn, *tableSyncs, error) {
-	if !s.slot.Exists {
-		return nil, nil, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", s.cfg.Slot)
+// decide reads the target's seed record and table states and decides what
+// the start does; an error when it cannot go on.
+func (s *seeder) decide(ctx context.Context) (seedDecision, error) {
+	seed, found, err := s.tgt.Seed(ctx, s.cfg.Slot)
+	if err != nil {
+		return seedDecision{}, err
 	}
-	done := map[string]bool{}
+	states, err := s.tgt.TableStates(ctx, s.cfg.Slot)
+	if err != nil {
+		return seedDecision{}, err
+	}
+	d := seedDecision{seed: seed, states: states, syncs: newTableSyncs()}
 	for _, st := range states {
-		if st.State == sink.TableIndexed {
-			done[st.Schema+"."+st.Name] = true
+		if st.SyncLSN == 0 {
+			continue
 		}
+		ts := tableSync{lsn: st.SyncLSN}
+		if st.SyncSnapshot != "" {
+			snap, err := source.ParseTxidSnapshot(st.SyncSnapshot)
+			if err != nil {
+				return seedDecision{}, fmt.Errorf("target: pgrelay.table_state of %s.%s: %w", st.Schema, st.Name, err)
+			}
+			ts.snap = &snap
+		}
+		d.syncs.add(st.RelationID, st.Schema+"."+st.Name, ts)
 	}
-	return s.copyUnder(ctx, seed, done, syncLSN, "resuming an interrupted copy", 0)
+	switch {
+	case s.cfg.Snapshot == "never" && found, s.cfg.Snapshot == "auto" && found && seed.SnapshotDone:
+		d.action = seedStream
+		return d, nil
+	case s.cfg.Snapshot == "never":
+		d.action = seedWithoutCopy
+		return d, nil
+	case s.cfg.Snapshot == "auto" && found:
+		if !s.slot.Exists {
+			return seedDecision{}, fmt.Errorf("slot %q is gone but the copy of the tables into the target did not finish: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew", s.cfg.Slot)
+		}
+		d.action, d.done = seedResume, map[string]bool{}
+		for _, st := range states {
+			if st.State == sink.TableIndexed {
+				d.done[st.Schema+"."+st.Name] = true
+			}
+		}
+		return d, nil
+	}
+	if s.slot.Exists && s.slot.Active {
+		return seedDecision{}, &slotInUseError{slot: s.cfg.Slot, pid: s.slot.ActivePID}
+	}
+	d.action = seedFresh
+	return d, nil
 }
+
+// slotInUseError refuses a copy under a new slot while a client streams from
+// the slot it replaces (source.ErrSlotInUse: retried).
+type slotInUseError struct {
+	slot   string
+	pid    int
+	client *source.SlotClient // who it is, when read (seed reads it)
+}
+
+func (e *slotInUseError) Error() string {
+	who, find := "", ""
+	if e.client != nil {
+		who, find = " ("+e.client.String()+")", " ("+e.client.FindHint()+")"
+	}
+	return fmt.Sprintf("slot %q is in use: a client streams from it through walsender pid %d%s, most likely another pgrelay replicate or migrate; the copy replaces the slot once it is free: stop that client%s: %s",
+		e.slot, e.pid, who, find, source.ErrSlotInUse)
+}
+
+func (e *slotInUseError) Unwrap() error { return source.ErrSlotInUse }
 
 // copyUnder copies the published tables not in done under a new snapshot;
 // streaming from the slot skips their changes that snapshot sees (syncLSN).
@@ -277,7 +330,7 @@ func (s *seeder) redo(ctx context.Context, seed sink.Seed, states []sink.TableSt
 // lockWait, when not 0, bounds the wait for a published table's lock while the
 // tables are read; the error then satisfies source.IsLockTimeout.
 func (s *seeder) copyUnder(ctx context.Context, seed sink.Seed, done map[string]bool, syncLSN *tableSyncs, what string, lockWait time.Duration) (*source.ReplConn, *tableSyncs, error) {
-	exp, err := connectTo(ctx, "source", s.cfg.SourceURL)
+	exp, err := source.ConnectPlain(ctx, s.cfg.SourceURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -354,13 +407,11 @@ func (s *seeder) watchSlotCreation(ctx context.Context) func() {
 			case <-t.C:
 			}
 			var prepared, running []string
-			err := withSourceConn(ctx, s.cfg.SourceURL, func(c *pgx.Conn) error {
-				if err := c.QueryRow(ctx, `SELECT coalesce(array_agg(gid || ' (prepared ' || prepared::text || ')' ORDER BY prepared), '{}') FROM pg_catalog.pg_prepared_xacts`).Scan(&prepared); err != nil {
-					return err
-				}
-				return c.QueryRow(ctx, `SELECT coalesce(array_agg('pid ' || pid || ' (' || coalesce(usename::text, '?') || ', since ' || xact_start::text || ')' ORDER BY xact_start), '{}')
-					FROM pg_catalog.pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_catalog.pg_backend_pid()`).Scan(&running)
-			})
+			c, err := source.ConnectPlain(ctx, s.cfg.SourceURL)
+			if err == nil {
+				prepared, running, err = source.OpenTransactions(ctx, c)
+				c.Close(context.WithoutCancel(ctx))
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -405,18 +456,14 @@ func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName stri
 	conn := c.Pgx()
 	// Its locks (a table's size is read under one) go with the transaction:
 	// a worker takes each table's when it copies it.
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") }()
+	defer source.EndTransaction(context.WithoutCancel(ctx), conn)
 	if lockWait > 0 {
-		if _, err := conn.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockWait.Milliseconds())); err != nil {
+		if err := source.SetLockTimeout(ctx, conn, lockWait); err != nil {
 			return nil, snap, err
 		}
 	}
-	var snapText string
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.txid_current_snapshot()::text").Scan(&snapText); err != nil {
-		return nil, snap, fmt.Errorf("source: read the transaction ids of snapshot %s: %w", snapshotName, err)
-	}
+	snap, snapText, err := source.SnapshotXids(ctx, conn, snapshotName)
 	s.log.Debug("the copy's snapshot", "snapshot", snapshotName, "txid_snapshot", snapText)
-	snap, err := source.ParseTxidSnapshot(snapText)
 	if err != nil {
 		return nil, snap, err
 	}
@@ -468,7 +515,7 @@ func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName stri
 		recopies = append(recopies, &recopy)
 	}
 	s.log.Info("preparing the copy: creating the target tables", "tables", len(recopies))
-	if te, ok := s.tgt.(tablesEnsurer); ok {
+	if te, ok := s.tgt.(sink.TablesEnsurer); ok {
 		// Created in parallel where they can be (PostgreSQL).
 		if err := te.EnsureTables(ctx, recopies); err != nil {
 			return nil, snap, err
@@ -483,12 +530,6 @@ func (s *seeder) planOn(ctx context.Context, c *snapshot.Conn, snapshotName stri
 	}
 	s.log.Debug("created the target tables", "tables", len(out), "took", time.Since(started).Round(time.Millisecond))
 	return out, snap, nil
-}
-
-// tablesEnsurer is a sink that creates many tables at once (EnsureTable for
-// each, in order where it matters).
-type tablesEnsurer interface {
-	EnsureTables(ctx context.Context, tables []*schema.Table) error
 }
 
 // factsBatch is how many tables' definitions are read from the source in one
@@ -521,10 +562,7 @@ func rowTypesFirst(tables []snapshot.Table) []int {
 // copy copies tables under the exported snapshot, on connections of pool.
 func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapshot.Table, pool *snapshot.ConnPool) error {
 	scfg := snapshot.Config{Slot: s.cfg.Slot, Workers: s.cfg.CopyWorkers, Log: s.log,
-		SharedCores: onThisMachine(s.cfg.SourceURL) && onThisMachine(s.cfg.TargetURL)}
-	if f, ok := s.progress.(*os.File); ok && isTerminal(f) {
-		scfg.Progress = f
-	}
+		SharedCores: s.sharedCores, Progress: s.progress}
 	var idx schema.BatchIndexReader
 	if r, ok := s.facts.(schema.BatchIndexReader); ok {
 		idx = r
@@ -533,34 +571,18 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 	return err
 }
 
-// onThisMachine reports whether every host a PostgreSQL URL names is this
-// machine: a Unix socket, localhost or a loopback address. An URL pgx cannot
-// parse (not PostgreSQL's) is taken to name another machine.
-func onThisMachine(url string) bool {
-	hosts, err := pgconnstr.Hosts(url)
-	if err != nil {
-		return false
-	}
-	for _, h := range hosts {
-		ip := net.ParseIP(h)
-		if !strings.HasPrefix(h, "/") && !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
-			return false
-		}
-	}
-	return true
-}
-
 // checkTargetTables refuses a fresh copy into target tables that hold rows
 // pgrelay did not put there: the copy would replace them (it truncates each
 // table it loads). Tables pgrelay created (pgrelay.relation, also after
 // PGRELAY_SNAPSHOT=always) and empty ones (a schema loaded with pg_dump -s)
 // are fine.
 func (s *seeder) checkTargetTables(ctx context.Context, published []source.PublishedName) error {
-	schemas, names := make([]string, len(published)), make([]string, len(published))
+	names := make([]schema.QualifiedName, len(published))
 	var inMeta []string
+	meta := s.tgt.MetadataSchema()
 	for i, p := range published {
-		schemas[i], names[i] = p.Schema, p.Name
-		if p.Schema == postgres.MetadataSchema {
+		names[i] = schema.QualifiedName{Schema: p.Schema, Name: p.Name}
+		if p.Schema == meta {
 			inMeta = append(inMeta, pgx.Identifier{p.Schema, p.Name}.Sanitize())
 		}
 	}
@@ -568,56 +590,21 @@ func (s *seeder) checkTargetTables(ctx context.Context, published []source.Publi
 	// emptied: a source table of that schema cannot be replicated at all.
 	// (Preflight refuses them; the publication may have changed since.)
 	if len(inMeta) > 0 {
-		return &source.MetadataSchemaError{Schema: postgres.MetadataSchema, Tables: inMeta,
+		return &source.MetadataSchemaError{Schema: meta, Tables: inMeta,
 			LeaveOut: fmt.Sprintf("leave them out of publication %s (PGRELAY_TABLES)", pgx.Identifier{s.cfg.Publication}.Sanitize())}
+	}
+	existing, err := s.tgt.ForeignTables(ctx, names)
+	if err != nil {
+		return fmt.Errorf("target: look for tables in the way of the copy: %w", err)
 	}
 	var occupied []string
 	var empty []source.PublishedName // existing, without rows: they must take the columns
-	err := s.withTarget(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT pg_catalog.format('%I.%I', x.s, x.n), x.s, x.n, c.relkind = 'p'
-			FROM unnest($1::text[], $2::text[]) AS x(s, n)
-			JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
-			JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = x.n AND c.relkind IN ('r', 'p')
-			WHERE NOT EXISTS (SELECT FROM pgrelay.relation r WHERE r.schema = x.s AND r.name = x.n)
-			ORDER BY 1`, schemas, names)
-		if err != nil {
-			return err
+	for _, t := range existing {
+		if t.HasRows {
+			occupied = append(occupied, t.Quoted)
+		} else {
+			empty = append(empty, source.PublishedName{Schema: t.Name.Schema, Name: t.Name.Name})
 		}
-		type existingTable struct {
-			quoted      string
-			name        source.PublishedName
-			partitioned bool
-		}
-		existing, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (existingTable, error) {
-			var e existingTable
-			err := r.Scan(&e.quoted, &e.name.Schema, &e.name.Name, &e.partitioned)
-			return e, err
-		})
-		if err != nil {
-			return err
-		}
-		for _, t := range existing {
-			// The table's own rows: the copy empties only those (a table
-			// that inherits from it, on the target only, keeps its rows);
-			// a partitioned table's are its partitions'.
-			from := "ONLY " + t.quoted
-			if t.partitioned {
-				from = t.quoted
-			}
-			var hasRows bool
-			if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+from+")").Scan(&hasRows); err != nil {
-				return err
-			}
-			if hasRows {
-				occupied = append(occupied, t.quoted)
-			} else {
-				empty = append(empty, t.name)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("target: look for tables in the way of the copy: %w", err)
 	}
 	// Both kinds of problem in one refusal, not one per run.
 	lackErr := s.checkTargetColumns(ctx, empty)
@@ -642,71 +629,36 @@ func (s *seeder) checkTargetColumns(ctx context.Context, tables []source.Publish
 	if len(tables) == 0 {
 		return nil
 	}
-	schemas, names := make([]string, len(tables)), make([]string, len(tables))
-	for i, t := range tables {
-		schemas[i], names[i] = t.Schema, t.Name
-	}
-	// The published columns: the publication's column list (15+), else the
-	// table's columns but generated ones, which pgoutput leaves out.
-	query := `SELECT x.s, x.n, a.attname::text
-		FROM unnest($1::text[], $2::text[]) AS x(s, n)
-		JOIN pg_catalog.pg_namespace ns ON ns.nspname = x.s
-		JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = x.n
-		JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped`
-	if s.major >= 12 {
-		query += ` AND a.attgenerated = ''`
-	}
-	args := []any{schemas, names}
-	if s.major >= 15 {
-		query += `
-		WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_publication_tables pt
-			WHERE pt.pubname = $3 AND pt.schemaname = x.s AND pt.tablename = x.n AND NOT a.attname = ANY (pt.attnames))`
-		args = append(args, s.cfg.Publication)
-	}
-	rows, err := s.srcConn.Query(ctx, query+" ORDER BY x.s, x.n, a.attnum", args...)
+	published, err := source.PublishedColumns(ctx, s.srcConn, s.cfg.Publication, s.major, tables)
 	if err != nil {
-		return fmt.Errorf("source: read the published columns of the target's tables: %w", err)
-	}
-	published := map[source.PublishedName][]string{}
-	var t source.PublishedName
-	var col string
-	if _, err := pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &col}, func() error {
-		published[t] = append(published[t], col)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("source: read the published columns of the target's tables: %w", err)
-	}
-	have := map[source.PublishedName]map[string]bool{}
-	err = s.withTarget(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT x.s, x.n, a.attname::text
-			FROM unnest($1::text[], $2::text[]) AS x(s, n)
-			JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(pg_catalog.format('%I.%I', x.s, x.n))
-				AND a.attnum > 0 AND NOT a.attisdropped`, schemas, names)
-		if err != nil {
-			return err
-		}
-		_, err = pgx.ForEachRow(rows, []any{&t.Schema, &t.Name, &col}, func() error {
-			if have[t] == nil {
-				have[t] = map[string]bool{}
-			}
-			have[t][col] = true
-			return nil
-		})
 		return err
-	})
+	}
+	names := make([]schema.QualifiedName, len(tables))
+	for i, t := range tables {
+		names[i] = schema.QualifiedName{Schema: t.Schema, Name: t.Name}
+	}
+	columns, err := s.tgt.TableColumns(ctx, names)
 	if err != nil {
 		return fmt.Errorf("target: read the columns of the tables the copy loads: %w", err)
+	}
+	have := map[source.PublishedName]map[string]bool{}
+	for t, cols := range columns {
+		k := source.PublishedName{Schema: t.Schema, Name: t.Name}
+		have[k] = map[string]bool{}
+		for _, c := range cols {
+			have[k][c] = true
+		}
 	}
 	var lacking []string
 	for _, t := range tables {
 		var missing []string
 		for _, c := range published[t] {
 			if !have[t][c] {
-				missing = append(missing, displayIdent(c))
+				missing = append(missing, pgquote.Name(c))
 			}
 		}
 		if len(missing) > 0 {
-			lacking = append(lacking, fmt.Sprintf("%s lacks %s", displayName(t.Schema, t.Name), strings.Join(missing, ", ")))
+			lacking = append(lacking, fmt.Sprintf("%s lacks %s", pgquote.Name(t.Schema, t.Name), strings.Join(missing, ", ")))
 		}
 	}
 	if len(lacking) > 0 {
@@ -748,9 +700,9 @@ func (e *tablesInTheWayError) Error() string {
 // — copied by the snapshot (pgrelay.table_state) or created from the stream
 // (pgrelay.relation, by name or source OID) —, the publication's tables, and
 // the names of those the target has not (under FOR ALL TABLES, of those that
-// hold rows).
+// hold rows), quoted for a log line.
 func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (done map[string]bool, published []source.PublishedName, added []string, allTables bool, err error) {
-	allTables, err = s.allTables(ctx)
+	allTables, err = source.PublicationAllTables(ctx, s.srcConn, s.cfg.Publication)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
@@ -779,25 +731,18 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 			known[st.Schema+"."+st.Name] = true
 		}
 	}
-	err = s.withTarget(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, "SELECT schema, name, coalesce(relation_oid, 0) FROM pgrelay.relation WHERE slot = $1 OR slot IS NULL", s.cfg.Slot)
-		if err != nil {
-			return err
-		}
-		var sch, name string
-		var oid uint32
-		_, err = pgx.ForEachRow(rows, []any{&sch, &name, &oid}, func() error {
-			if oid != 0 {
-				knownOID[oid] = true
-			} else {
-				known[sch+"."+name] = true
-			}
-			return nil
-		})
-		return err
-	})
+	relations, err := s.tgt.KnownRelations(ctx)
 	if err != nil {
-		return nil, nil, nil, false, fmt.Errorf("target: read pgrelay.relation: %w", err)
+		return nil, nil, nil, false, fmt.Errorf("target: %w", err)
+	}
+	for _, k := range relations {
+		switch {
+		case k.Slot != s.cfg.Slot && k.Slot != "":
+		case k.RelationID != 0:
+			knownOID[k.RelationID] = true
+		default:
+			known[k.Schema+"."+k.Name] = true
+		}
 	}
 	done = map[string]bool{}
 	for _, p := range published {
@@ -821,7 +766,7 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 				continue
 			}
 		}
-		added = append(added, name)
+		added = append(added, pgquote.Name(p.Schema, p.Name))
 	}
 	return done, published, added, allTables, nil
 }
@@ -829,10 +774,7 @@ func (s *seeder) knownTables(ctx context.Context, states []sink.TableState) (don
 // emptyTable reports whether the source table p holds no row now. A table
 // locked for long counts as not empty.
 func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, error) {
-	var has bool
-	err := source.WithLockTimeout(ctx, s.srcConn, 10*time.Second, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM ONLY "+pgx.Identifier{p.Schema, p.Name}.Sanitize()+")").Scan(&has)
-	})
+	has, err := source.HasRows(ctx, s.srcConn, p, 10*time.Second)
 	if source.IsLockTimeout(err) {
 		return false, nil
 	}
@@ -840,15 +782,6 @@ func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, 
 		return false, fmt.Errorf("source: read %s.%s: %w", p.Schema, p.Name, err)
 	}
 	return !has, nil
-}
-
-// allTables reports whether the publication is FOR ALL TABLES.
-func (s *seeder) allTables(ctx context.Context) (bool, error) {
-	var all bool
-	if err := s.srcConn.QueryRow(ctx, "SELECT coalesce((SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1), false)", s.cfg.Publication).Scan(&all); err != nil {
-		return false, fmt.Errorf("source: read publication %q: %w", s.cfg.Publication, err)
-	}
-	return all, nil
 }
 
 // checkPublished stops a start when the publication publishes a copied table

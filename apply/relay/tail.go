@@ -1,29 +1,24 @@
-package main
+package relay
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 
 	"github.com/pgrelay/pgrelay/source"
 )
 
-// runTail implements `pgrelay tail`: stream the source through a temporary slot
-// of its own and print each pgoutput message as one JSON line on stdout. It runs
-// until ctx ends (SIGINT/SIGTERM), which is a clean stop; the temporary slot
-// disappears with the connection, so tail leaves nothing behind on the source
-// except the publication it may have created.
-func runTail(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 {
-		return &usageError{fmt.Errorf("tail takes no arguments, got %q: configure it with PGRELAY_* variables", args[0])}
-	}
-	cfg := e.cfg
+// Tail runs `pgrelay tail`: it streams the source through a temporary slot of
+// its own and writes each pgoutput message to out as one JSON line
+// (source.AppendJSON). It runs until ctx ends (a signal), which is a clean
+// stop; the temporary slot disappears with the connection, so tail leaves
+// nothing behind on the source except the publication it may have created.
+func (r *Relay) Tail(ctx context.Context, out io.Writer) error {
+	cfg := r.cfg
 	slot := "pgrelay_tail_" + strconv.Itoa(os.Getpid())
 	cc := source.ConnConfig{
 		URL:            cfg.SourceURL,
@@ -37,7 +32,7 @@ func runTail(ctx context.Context, e *env, args []string) error {
 		StatusInterval: cfg.StatusInterval,
 	}
 	if err := cc.Validate(); err != nil {
-		return &usageError{fmt.Errorf("tail: %w", err)}
+		return &SettingsError{fmt.Errorf("tail: %w", err)}
 	}
 
 	pre, err := source.Preflight(ctx, cfg.SourceURL, cc)
@@ -48,8 +43,13 @@ func runTail(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("tail: %w", err)
 	}
 	if pre.PublicationCreated {
-		e.log.Info("created publication", "publication", cfg.Publication, "tables", tablesOrAll(cfg.Tables), "dropped_by", "pgrelay teardown")
-		if err := withSourceConn(ctx, cfg.SourceURL, func(c *pgx.Conn) error { return markPublication(ctx, c, cfg.Publication) }); err != nil {
+		r.log.Info("created publication", "publication", cfg.Publication, "tables", tablesOrAll(cfg.Tables), "dropped_by", "pgrelay teardown")
+		c, err := source.ConnectPlain(ctx, cfg.SourceURL)
+		if err == nil {
+			err = source.MarkPublication(ctx, c, cfg.Publication)
+			c.Close(context.WithoutCancel(ctx))
+		}
+		if err != nil {
 			return fmt.Errorf("tail: %w", err)
 		}
 	}
@@ -58,7 +58,7 @@ func runTail(ctx context.Context, e *env, args []string) error {
 	// the "target" can hold prepared transactions.
 	opts, err := cc.StreamOptions(pre.ServerMajor, true)
 	if err != nil {
-		return &usageError{fmt.Errorf("tail: %w", err)}
+		return &SettingsError{fmt.Errorf("tail: %w", err)}
 	}
 	opts.Messages = pre.ServerMajor >= 14
 	opts.Binary = cfg.TailBinary && pre.ServerMajor >= 14
@@ -86,7 +86,7 @@ func runTail(ctx context.Context, e *env, args []string) error {
 		}
 		return fmt.Errorf("tail: %w", err)
 	}
-	e.log.Info("streaming",
+	r.log.Info("streaming",
 		"server", pre.ServerVersion,
 		"slot", slot,
 		"start", info.ConsistentPoint.String(),
@@ -101,13 +101,13 @@ func runTail(ctx context.Context, e *env, args []string) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- stream.Run(runCtx) }()
 
-	t := newTailer(e.stdout, opts.Proto, e.log)
+	handle := newTailer(out, opts.Proto).handle
 	var consumeErr error
 	for f := range stream.Frames() {
 		if consumeErr != nil {
 			continue // drain until Run returns and closes Frames
 		}
-		ack, err := t.handle(f)
+		ack, err := handle(f)
 		if err != nil {
 			consumeErr = err
 			cancel()
@@ -120,7 +120,7 @@ func runTail(ctx context.Context, e *env, args []string) error {
 		return consumeErr
 	}
 	if ctx.Err() != nil {
-		e.log.Info("stopped", "slot", slot, "acked", stream.Acked().String())
+		r.log.Info("stopped", "slot", slot, "acked", stream.Acked().String())
 		return nil
 	}
 	if err == nil {
@@ -143,22 +143,27 @@ func tablesOrAll(tables []string) any {
 	return tables
 }
 
+// SettingsError is an error of the settings, found only once a command ran:
+// nothing was done (exit 2).
+type SettingsError struct{ Err error }
+
+func (e *SettingsError) Error() string { return e.Err.Error() }
+func (e *SettingsError) Unwrap() error { return e.Err }
+
 // tailer decodes frames and writes their JSON lines.
 type tailer struct {
 	dec  *source.Decoder
-	rels relations
+	rels source.Relations
 	out  *bufio.Writer
 	buf  []byte
-	log  *slog.Logger
 }
 
-func newTailer(w io.Writer, proto int, log *slog.Logger) *tailer {
+func newTailer(w io.Writer, proto int) *tailer {
 	return &tailer{
 		dec:  source.NewDecoder(proto),
-		rels: make(relations),
+		rels: make(source.Relations),
 		out:  bufio.NewWriterSize(w, 64<<10),
 		buf:  make([]byte, 0, 4096),
-		log:  log,
 	}
 }
 
@@ -173,7 +178,7 @@ func (t *tailer) handle(f source.Frame) (source.LSN, error) {
 	if rel, ok := msg.(*source.Relation); ok {
 		t.rels[rel.RelationID] = rel
 	}
-	t.buf, err = encodeMessage(t.buf[:0], f.WALStart, msg, t.rels)
+	t.buf, err = source.AppendJSON(t.buf[:0], f.WALStart, msg, t.rels)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"log/slog"
@@ -7,7 +7,8 @@ import (
 
 // streamProcs limits the Go runtime to one processor while a session
 // streams, when the source and the target both run on this machine and
-// GOMAXPROCS is not set (lookup reads the environment); it returns what
+// GOMAXPROCS is not set (lookup reads the environment; shared says the
+// servers share this machine's cores); it returns what
 // undoes it. Applying the stream is one pipeline (receive, decode, apply,
 // send), well under a core of work; with a second processor the runtime
 // wakes and parks threads for each hand-over between its goroutines, and on
@@ -16,8 +17,8 @@ import (
 // pgrelay used 4.4-7.2 s of CPU with two processors and 2.1-2.7 s with one,
 // and drained in 4.9-6.0 s instead of 6.9-9.5 s (alternating runs). A
 // server elsewhere leaves pgrelay its cores, and this changes nothing there.
-func streamProcs(cfg *Config, lookup func(string) (string, bool), log *slog.Logger) (restore func()) {
-	if _, set := lookup("GOMAXPROCS"); set || !onThisMachine(cfg.SourceURL) || !onThisMachine(cfg.TargetURL) {
+func streamProcs(shared bool, lookup func(string) (string, bool), log *slog.Logger) (restore func()) {
+	if _, set := lookup("GOMAXPROCS"); set || !shared {
 		return func() {}
 	}
 	prev := runtime.GOMAXPROCS(1)

@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"crypto/x509"
@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/sink/postgres"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -66,26 +65,26 @@ func TestShapeDiffers(t *testing.T) {
 	}
 }
 
-// TestRefusedHint: the error of a change the target refused (SQLSTATE classes
-// 22 and 23) says what to do; other errors are left as they are.
+// TestRefusedHint: the error of a change the target refused (the sink marks
+// it sink.ErrChangeRefused) says what to do; other errors are left as they are.
 func TestRefusedHint(t *testing.T) {
-	change := func(code string) error {
-		return fmt.Errorf("apply: commit of 1 source transaction: %w", &postgres.ChangeError{Op: "copy into", Table: `"public"."t"`, LSN: 0x10,
-			Err: &pgconn.PgError{Code: code, Message: "refused"}})
+	change := func(code string, refused bool) error {
+		return fmt.Errorf("apply: commit of 1 source transaction: %w", &sink.ChangeError{Op: "copy into", Table: `"public"."t"`, LSN: 0x10,
+			Err: &pgconn.PgError{Code: code, Message: "refused"}, Refused: refused})
 	}
 	for _, c := range []struct {
 		name string
 		err  error
 		hint bool
 	}{
-		{"check violation", change("23514"), true},
-		{"unique violation", change("23505"), true},
-		{"invalid input", change("22P02"), true},
-		{"connection", change("08006"), false},
-		{"permission", change("42501"), false},
-		{"not a change", &pgconn.PgError{Code: "23505", Message: "refused"}, false},
-		{"copied row", fmt.Errorf("snapshot: copy public.t into the target: %w", &postgres.ChangeError{Op: "copy (input line 3) into", Table: `"public"."t"`,
-			Err: &pgconn.PgError{Code: "23505", Message: "refused"}}), true},
+		{"check violation", change("23514", true), true},
+		{"unique violation", change("23505", true), true},
+		{"invalid input", change("22P02", true), true},
+		{"connection", change("08006", false), false},
+		{"permission", change("42501", false), false},
+		{"not a change", sink.ValueRejected(&pgconn.PgError{Code: "23505", Message: "refused"}), false},
+		{"copied row", fmt.Errorf("snapshot: copy public.t into the target: %w", &sink.ChangeError{Op: "copy (input line 3) into", Table: `"public"."t"`,
+			Err: &pgconn.PgError{Code: "23505", Message: "refused"}, Refused: true}), true},
 	} {
 		got := refusedHint(c.err)
 		if has := strings.Contains(got.Error(), "make it take it"); has != c.hint {
@@ -96,22 +95,6 @@ func TestRefusedHint(t *testing.T) {
 		}
 		if c.hint && strings.Contains(got.Error(), "resumes with this source transaction") == (c.name == "copied row") {
 			t.Errorf("%s: %q: a copied row has no source transaction to resume with; a change has", c.name, got)
-		}
-	}
-}
-
-func TestDisplayName(t *testing.T) {
-	for _, c := range []struct{ schema, name, want string }{
-		{"public", "orders", "public.orders"},
-		{"public", "St.Odd Name", `public."St.Odd Name"`},
-		{"App ü", "t_1", `"App ü".t_1`},
-		{"s", `a"b`, `s."a""b"`},
-		{"s", "1st", `s."1st"`},
-		{"_s", "a$b", `_s."a$b"`},
-		{"s", "", `s.""`},
-	} {
-		if got := displayName(c.schema, c.name); got != c.want {
-			t.Errorf("displayName(%q, %q) = %s, want %s", c.schema, c.name, got, c.want)
 		}
 	}
 }

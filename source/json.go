@@ -1,4 +1,4 @@
-package main
+package source
 
 import (
 	"encoding/base64"
@@ -6,37 +6,37 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/pgrelay/pgrelay/source"
 )
 
-// The JSON lines of `pgrelay tail` are written by hand so that the field order
-// is fixed (type, lsn, then the message's fields in the manual's order) and one
-// reused buffer serves every message.
+// The JSON form of a decoded message, as `pgrelay tail` prints it one per
+// line: written by hand so that the field order is fixed (type, lsn, then the
+// message's fields in the manual's order) and one reused buffer serves every
+// message.
 
-// relations resolves relation ids to the Relation messages seen so far.
-type relations map[uint32]*source.Relation
+// Relations resolves relation ids to the Relation messages seen so far.
+type Relations map[uint32]*Relation
 
-// encodeMessage appends the JSON object for msg, carried by the XLogData that
-// started at lsn, to buf (without a newline).
-func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relations) ([]byte, error) {
+// AppendJSON appends the JSON object for msg, carried by the XLogData that
+// started at lsn, to buf (without a newline). The columns of a row are named
+// from the relation's message in rels.
+func AppendJSON(buf []byte, lsn LSN, msg Message, rels Relations) ([]byte, error) {
 	o := jsonObject{buf: append(buf, '{')}
 	o.str("type", typeName(msg.Type()))
 	o.lsn("lsn", lsn)
 	switch m := msg.(type) {
-	case *source.Begin:
+	case *Begin:
 		o.uint("xid", uint64(m.Xid))
 		o.lsn("final_lsn", m.FinalLSN)
 		o.time("commit_time", m.CommitTime)
-	case *source.Commit:
+	case *Commit:
 		o.uint("flags", uint64(m.Flags))
 		o.lsn("commit_lsn", m.CommitLSN)
 		o.lsn("end_lsn", m.EndLSN)
 		o.time("commit_time", m.CommitTime)
-	case *source.Origin:
+	case *Origin:
 		o.lsn("commit_lsn", m.CommitLSN)
 		o.str("name", m.Name)
-	case *source.Relation:
+	case *Relation:
 		o.xid(m.Xid)
 		o.uint("relation_id", uint64(m.RelationID))
 		o.str("namespace", m.Namespace)
@@ -57,12 +57,12 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 			o.buf = append(col.buf, '}')
 		}
 		o.buf = append(o.buf, ']')
-	case *source.TypeMessage:
+	case *TypeMessage:
 		o.xid(m.Xid)
 		o.uint("type_oid", uint64(m.TypeOID))
 		o.str("namespace", m.Namespace)
 		o.str("name", m.Name)
-	case *source.Insert:
+	case *Insert:
 		o.xid(m.Xid)
 		rel, err := o.relation(m.RelationID, rels, "insert", lsn)
 		if err != nil {
@@ -71,32 +71,32 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 		if err := o.tuple("new", m.New, rel, lsn, false); err != nil {
 			return buf, err
 		}
-	case *source.Update:
+	case *Update:
 		o.xid(m.Xid)
 		rel, err := o.relation(m.RelationID, rels, "update", lsn)
 		if err != nil {
 			return buf, err
 		}
-		if m.OldKind != source.OldNone {
+		if m.OldKind != OldNone {
 			o.str("old_kind", oldKindName(m.OldKind))
-			if err := o.tuple("old", m.Old, rel, lsn, m.OldKind == source.OldKey); err != nil {
+			if err := o.tuple("old", m.Old, rel, lsn, m.OldKind == OldKey); err != nil {
 				return buf, err
 			}
 		}
 		if err := o.tuple("new", m.New, rel, lsn, false); err != nil {
 			return buf, err
 		}
-	case *source.Delete:
+	case *Delete:
 		o.xid(m.Xid)
 		rel, err := o.relation(m.RelationID, rels, "delete", lsn)
 		if err != nil {
 			return buf, err
 		}
 		o.str("old_kind", oldKindName(m.OldKind))
-		if err := o.tuple("old", m.Old, rel, lsn, m.OldKind == source.OldKey); err != nil {
+		if err := o.tuple("old", m.Old, rel, lsn, m.OldKind == OldKey); err != nil {
 			return buf, err
 		}
-	case *source.Truncate:
+	case *Truncate:
 		o.xid(m.Xid)
 		o.key("relation_ids")
 		o.buf = append(o.buf, '[')
@@ -120,9 +120,9 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 			o.buf = appendJSONString(o.buf, rel.Namespace+"."+rel.Name)
 		}
 		o.buf = append(o.buf, ']')
-		o.bool("cascade", m.Options&source.TruncateCascade != 0)
-		o.bool("restart_identity", m.Options&source.TruncateRestartIdentity != 0)
-	case *source.LogicalMessage:
+		o.bool("cascade", m.Options&TruncateCascade != 0)
+		o.bool("restart_identity", m.Options&TruncateRestartIdentity != 0)
+	case *LogicalMessage:
 		o.xid(m.Xid)
 		o.bool("transactional", m.Transactional())
 		o.uint("flags", uint64(m.Flags))
@@ -130,44 +130,44 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 		o.str("prefix", m.Prefix)
 		o.key("content")
 		o.base64(m.Content)
-	case *source.StreamStart:
+	case *StreamStart:
 		o.uint("xid", uint64(m.Xid))
 		o.bool("first_segment", m.FirstSegment)
-	case *source.StreamStop:
-	case *source.StreamCommit:
+	case *StreamStop:
+	case *StreamCommit:
 		o.uint("xid", uint64(m.Xid))
 		o.uint("flags", uint64(m.Flags))
 		o.lsn("commit_lsn", m.CommitLSN)
 		o.lsn("end_lsn", m.EndLSN)
 		o.time("commit_time", m.CommitTime)
-	case *source.StreamAbort:
+	case *StreamAbort:
 		o.uint("xid", uint64(m.Xid))
 		o.uint("sub_xid", uint64(m.SubXid))
 		if m.HasAbortInfo {
 			o.lsn("abort_lsn", m.AbortLSN)
 			o.time("abort_time", m.AbortTime)
 		}
-	case *source.BeginPrepare:
+	case *BeginPrepare:
 		o.lsn("prepare_lsn", m.PrepareLSN)
 		o.lsn("end_lsn", m.EndLSN)
 		o.time("prepare_time", m.PrepareTime)
 		o.uint("xid", uint64(m.Xid))
 		o.str("gid", m.GID)
-	case *source.Prepare:
+	case *Prepare:
 		o.uint("flags", uint64(m.Flags))
 		o.lsn("prepare_lsn", m.PrepareLSN)
 		o.lsn("end_lsn", m.EndLSN)
 		o.time("prepare_time", m.PrepareTime)
 		o.uint("xid", uint64(m.Xid))
 		o.str("gid", m.GID)
-	case *source.CommitPrepared:
+	case *CommitPrepared:
 		o.uint("flags", uint64(m.Flags))
 		o.lsn("commit_lsn", m.CommitLSN)
 		o.lsn("end_lsn", m.EndLSN)
 		o.time("commit_time", m.CommitTime)
 		o.uint("xid", uint64(m.Xid))
 		o.str("gid", m.GID)
-	case *source.RollbackPrepared:
+	case *RollbackPrepared:
 		o.uint("flags", uint64(m.Flags))
 		o.lsn("prepare_end_lsn", m.PrepareEndLSN)
 		o.lsn("rollback_end_lsn", m.RollbackEndLSN)
@@ -175,7 +175,7 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 		o.time("rollback_time", m.RollbackTime)
 		o.uint("xid", uint64(m.Xid))
 		o.str("gid", m.GID)
-	case *source.StreamPrepare:
+	case *StreamPrepare:
 		o.uint("flags", uint64(m.Flags))
 		o.lsn("prepare_lsn", m.PrepareLSN)
 		o.lsn("end_lsn", m.EndLSN)
@@ -189,45 +189,45 @@ func encodeMessage(buf []byte, lsn source.LSN, msg source.Message, rels relation
 }
 
 // typeName is the snake_case name of a message type in tail's output.
-func typeName(t source.MessageType) string {
+func typeName(t MessageType) string {
 	switch t {
-	case source.MsgBegin:
+	case MsgBegin:
 		return "begin"
-	case source.MsgCommit:
+	case MsgCommit:
 		return "commit"
-	case source.MsgOrigin:
+	case MsgOrigin:
 		return "origin"
-	case source.MsgRelation:
+	case MsgRelation:
 		return "relation"
-	case source.MsgType:
+	case MsgType:
 		return "type"
-	case source.MsgInsert:
+	case MsgInsert:
 		return "insert"
-	case source.MsgUpdate:
+	case MsgUpdate:
 		return "update"
-	case source.MsgDelete:
+	case MsgDelete:
 		return "delete"
-	case source.MsgTruncate:
+	case MsgTruncate:
 		return "truncate"
-	case source.MsgMessage:
+	case MsgMessage:
 		return "message"
-	case source.MsgStreamStart:
+	case MsgStreamStart:
 		return "stream_start"
-	case source.MsgStreamStop:
+	case MsgStreamStop:
 		return "stream_stop"
-	case source.MsgStreamCommit:
+	case MsgStreamCommit:
 		return "stream_commit"
-	case source.MsgStreamAbort:
+	case MsgStreamAbort:
 		return "stream_abort"
-	case source.MsgBeginPrepare:
+	case MsgBeginPrepare:
 		return "begin_prepare"
-	case source.MsgPrepare:
+	case MsgPrepare:
 		return "prepare"
-	case source.MsgCommitPrepared:
+	case MsgCommitPrepared:
 		return "commit_prepared"
-	case source.MsgRollbackPrepared:
+	case MsgRollbackPrepared:
 		return "rollback_prepared"
-	case source.MsgStreamPrepare:
+	case MsgStreamPrepare:
 		return "stream_prepare"
 	}
 	return "unknown_" + strconv.Itoa(int(t))
@@ -249,9 +249,9 @@ func replicaIdentityName(b byte) string {
 
 func oldKindName(k byte) string {
 	switch k {
-	case source.OldKey:
+	case OldKey:
 		return "key"
-	case source.OldFull:
+	case OldFull:
 		return "full"
 	}
 	return "none"
@@ -301,7 +301,7 @@ func (o *jsonObject) xid(xid uint32) {
 }
 
 // lsn writes an LSN in PostgreSQL's %X/%X form (upper-case hex, as pg_lsn prints).
-func (o *jsonObject) lsn(k string, v source.LSN) {
+func (o *jsonObject) lsn(k string, v LSN) {
 	o.key(k)
 	o.buf = append(o.buf, '"')
 	o.buf = appendUpperHex(o.buf, uint32(uint64(v)>>32))
@@ -340,7 +340,7 @@ func (o *jsonObject) base64(b []byte) {
 }
 
 // relation writes the namespace and name of the relation a change applies to.
-func (o *jsonObject) relation(id uint32, rels relations, what string, lsn source.LSN) (*source.Relation, error) {
+func (o *jsonObject) relation(id uint32, rels Relations, what string, lsn LSN) (*Relation, error) {
 	rel := rels[id]
 	if rel == nil {
 		return nil, fmt.Errorf("tail: %s at %s is for relation id %d, which no Relation message described", what, lsn, id)
@@ -356,7 +356,7 @@ func (o *jsonObject) relation(id uint32, rels relations, what string, lsn source
 // unchanged TOASTed value as {"unchanged_toast": true}. keyOnly writes only the
 // replica identity key columns (an old key tuple: the others are not sent,
 // and their nulls would read as values).
-func (o *jsonObject) tuple(k string, t source.Tuple, rel *source.Relation, lsn source.LSN, keyOnly bool) error {
+func (o *jsonObject) tuple(k string, t Tuple, rel *Relation, lsn LSN, keyOnly bool) error {
 	if len(t) != len(rel.Columns) {
 		return fmt.Errorf("tail: tuple at %s has %d columns but relation %s.%s has %d", lsn, len(t), rel.Namespace, rel.Name, len(rel.Columns))
 	}
@@ -368,13 +368,13 @@ func (o *jsonObject) tuple(k string, t source.Tuple, rel *source.Relation, lsn s
 		}
 		cols.key(rel.Columns[i].Name)
 		switch v.Kind {
-		case source.ValueNull:
+		case ValueNull:
 			cols.buf = append(cols.buf, "null"...)
-		case source.ValueUnchanged:
+		case ValueUnchanged:
 			cols.buf = append(cols.buf, `{"unchanged_toast":true}`...)
-		case source.ValueText:
+		case ValueText:
 			cols.buf = appendJSONBytes(cols.buf, v.Data)
-		case source.ValueBinary:
+		case ValueBinary:
 			cols.buf = append(cols.buf, `{"binary":`...)
 			cols.base64(v.Data)
 			cols.buf = append(cols.buf, '}')

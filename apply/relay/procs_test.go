@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"io"
@@ -11,7 +11,7 @@ func TestStreamProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(4)
 	defer runtime.GOMAXPROCS(prev)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	local := &Config{SourceURL: "postgres://u@127.0.0.1:5432/a", TargetURL: "postgres://u@localhost:5433/b"}
+	local := true
 	unset := func(string) (string, bool) { return "", false }
 
 	restore := streamProcs(local, unset, log)
@@ -23,7 +23,7 @@ func TestStreamProcs(t *testing.T) {
 		t.Errorf("after streaming: GOMAXPROCS %d, want 4 back", got)
 	}
 
-	remote := &Config{SourceURL: "postgres://u@db.example.com/a", TargetURL: "postgres://u@127.0.0.1/b"}
+	remote := false
 	streamProcs(remote, unset, log)()
 	set := func(k string) (string, bool) { return "2", k == "GOMAXPROCS" }
 	r := streamProcs(local, set, log)

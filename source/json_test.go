@@ -1,16 +1,9 @@
-package main
+package source
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/pgrelay/pgrelay/source"
 )
 
 var (
@@ -18,11 +11,11 @@ var (
 	ts2 = time.Date(2024, 5, 6, 9, 8, 9, 0, time.FixedZone("CEST", 2*3600)) // printed in UTC
 )
 
-func testRelations() relations {
-	return relations{
+func testRelations() Relations {
+	return Relations{
 		16384: {
 			RelationID: 16384, Namespace: "public", Name: "orders", ReplicaIdentity: 'd',
-			Columns: []source.RelationColumn{
+			Columns: []RelationColumn{
 				{Flags: 1, Name: "id", TypeOID: 23, TypeMod: -1},
 				{Name: "note", TypeOID: 25, TypeMod: -1},
 				{Name: "blob", TypeOID: 17, TypeMod: -1},
@@ -33,77 +26,77 @@ func testRelations() relations {
 	}
 }
 
-func TestEncodeMessageGolden(t *testing.T) {
-	row := source.Tuple{
+func TestAppendJSONGolden(t *testing.T) {
+	row := Tuple{
 		{Kind: 't', Data: []byte("1")},
 		{Kind: 't', Data: []byte("say \"hi\"\n\tä\x01\xff")},
 		{Kind: 'b', Data: []byte{0, 1, 2, 0xff}},
 		{Kind: 'u'},
 	}
-	keyOnly := source.Tuple{{Kind: 't', Data: []byte("1")}, {Kind: 'n'}, {Kind: 'n'}, {Kind: 'n'}}
+	keyOnly := Tuple{{Kind: 't', Data: []byte("1")}, {Kind: 'n'}, {Kind: 'n'}, {Kind: 'n'}}
 	cases := []struct {
 		name string
-		msg  source.Message
+		msg  Message
 		want string
 	}{
-		{"begin", &source.Begin{FinalLSN: 0x1_016B3F28, CommitTime: ts1, Xid: 750},
+		{"begin", &Begin{FinalLSN: 0x1_016B3F28, CommitTime: ts1, Xid: 750},
 			`{"type":"begin","lsn":"0/16B3E00","xid":750,"final_lsn":"1/16B3F28","commit_time":"2024-05-06T07:08:09.123456Z"}`},
-		{"commit", &source.Commit{Flags: 0, CommitLSN: 0x16B3F28, EndLSN: 0x16B3F58, CommitTime: ts2},
+		{"commit", &Commit{Flags: 0, CommitLSN: 0x16B3F28, EndLSN: 0x16B3F58, CommitTime: ts2},
 			`{"type":"commit","lsn":"0/16B3E00","flags":0,"commit_lsn":"0/16B3F28","end_lsn":"0/16B3F58","commit_time":"2024-05-06T07:08:09Z"}`},
-		{"origin", &source.Origin{CommitLSN: 0xAB, Name: "node_a"},
+		{"origin", &Origin{CommitLSN: 0xAB, Name: "node_a"},
 			`{"type":"origin","lsn":"0/16B3E00","commit_lsn":"0/AB","name":"node_a"}`},
 		{"relation", testRelations()[16384],
 			`{"type":"relation","lsn":"0/16B3E00","relation_id":16384,"namespace":"public","name":"orders","replica_identity":"default","columns":[` +
 				`{"name":"id","key":true,"flags":1,"type_oid":23,"type_mod":-1},{"name":"note","key":false,"flags":0,"type_oid":25,"type_mod":-1},` +
 				`{"name":"blob","key":false,"flags":0,"type_oid":17,"type_mod":-1},{"name":"big","key":false,"flags":0,"type_oid":25,"type_mod":-1}]}`},
-		{"relation streamed", &source.Relation{Xid: 9, RelationID: 16390, Namespace: "s", Name: "child", ReplicaIdentity: 'f'},
+		{"relation streamed", &Relation{Xid: 9, RelationID: 16390, Namespace: "s", Name: "child", ReplicaIdentity: 'f'},
 			`{"type":"relation","lsn":"0/16B3E00","xid":9,"relation_id":16390,"namespace":"s","name":"child","replica_identity":"full","columns":[]}`},
-		{"type", &source.TypeMessage{TypeOID: 16500, Namespace: "public", Name: "mood"},
+		{"type", &TypeMessage{TypeOID: 16500, Namespace: "public", Name: "mood"},
 			`{"type":"type","lsn":"0/16B3E00","type_oid":16500,"namespace":"public","name":"mood"}`},
-		{"insert", &source.Insert{RelationID: 16384, New: row},
+		{"insert", &Insert{RelationID: 16384, New: row},
 			`{"type":"insert","lsn":"0/16B3E00","relation_id":16384,"namespace":"public","relation":"orders","new":{"id":"1","note":"say \"hi\"\n\tä\u0001\ufffd","blob":{"binary":"AAEC/w=="},"big":{"unchanged_toast":true}}}`},
-		{"insert streamed", &source.Insert{Xid: 751, RelationID: 16384, New: keyOnly},
+		{"insert streamed", &Insert{Xid: 751, RelationID: 16384, New: keyOnly},
 			`{"type":"insert","lsn":"0/16B3E00","xid":751,"relation_id":16384,"namespace":"public","relation":"orders","new":{"id":"1","note":null,"blob":null,"big":null}}`},
-		{"update", &source.Update{RelationID: 16384, New: keyOnly},
+		{"update", &Update{RelationID: 16384, New: keyOnly},
 			`{"type":"update","lsn":"0/16B3E00","relation_id":16384,"namespace":"public","relation":"orders","new":{"id":"1","note":null,"blob":null,"big":null}}`},
-		{"update key", &source.Update{RelationID: 16384, OldKind: 'K', Old: keyOnly, New: row},
+		{"update key", &Update{RelationID: 16384, OldKind: 'K', Old: keyOnly, New: row},
 			`{"type":"update","lsn":"0/16B3E00","relation_id":16384,"namespace":"public","relation":"orders","old_kind":"key","old":{"id":"1"},"new":{"id":"1","note":"say \"hi\"\n\tä\u0001\ufffd","blob":{"binary":"AAEC/w=="},"big":{"unchanged_toast":true}}}`},
-		{"delete full", &source.Delete{RelationID: 16390, OldKind: 'O', Old: source.Tuple{}},
+		{"delete full", &Delete{RelationID: 16390, OldKind: 'O', Old: Tuple{}},
 			`{"type":"delete","lsn":"0/16B3E00","relation_id":16390,"namespace":"s","relation":"child","old_kind":"full","old":{}}`},
-		{"truncate", &source.Truncate{Options: source.TruncateCascade | source.TruncateRestartIdentity, RelationIDs: []uint32{16384, 16390}},
+		{"truncate", &Truncate{Options: TruncateCascade | TruncateRestartIdentity, RelationIDs: []uint32{16384, 16390}},
 			`{"type":"truncate","lsn":"0/16B3E00","relation_ids":[16384,16390],"relations":["public.orders","s.child"],"cascade":true,"restart_identity":true}`},
-		{"truncate plain", &source.Truncate{Xid: 3, RelationIDs: []uint32{16390}},
+		{"truncate plain", &Truncate{Xid: 3, RelationIDs: []uint32{16390}},
 			`{"type":"truncate","lsn":"0/16B3E00","xid":3,"relation_ids":[16390],"relations":["s.child"],"cascade":false,"restart_identity":false}`},
-		{"message", &source.LogicalMessage{Flags: 1, LSN: 0x16B3E10, Prefix: "app", Content: []byte("hello")},
+		{"message", &LogicalMessage{Flags: 1, LSN: 0x16B3E10, Prefix: "app", Content: []byte("hello")},
 			`{"type":"message","lsn":"0/16B3E00","transactional":true,"flags":1,"message_lsn":"0/16B3E10","prefix":"app","content":"aGVsbG8="}`},
-		{"message non-transactional", &source.LogicalMessage{LSN: 0x16B3E10, Prefix: "p", Content: nil},
+		{"message non-transactional", &LogicalMessage{LSN: 0x16B3E10, Prefix: "p", Content: nil},
 			`{"type":"message","lsn":"0/16B3E00","transactional":false,"flags":0,"message_lsn":"0/16B3E10","prefix":"p","content":""}`},
-		{"stream start", &source.StreamStart{Xid: 752, FirstSegment: true},
+		{"stream start", &StreamStart{Xid: 752, FirstSegment: true},
 			`{"type":"stream_start","lsn":"0/16B3E00","xid":752,"first_segment":true}`},
-		{"stream stop", &source.StreamStop{},
+		{"stream stop", &StreamStop{},
 			`{"type":"stream_stop","lsn":"0/16B3E00"}`},
-		{"stream commit", &source.StreamCommit{Xid: 752, CommitLSN: 0x200, EndLSN: 0x230, CommitTime: ts1},
+		{"stream commit", &StreamCommit{Xid: 752, CommitLSN: 0x200, EndLSN: 0x230, CommitTime: ts1},
 			`{"type":"stream_commit","lsn":"0/16B3E00","xid":752,"flags":0,"commit_lsn":"0/200","end_lsn":"0/230","commit_time":"2024-05-06T07:08:09.123456Z"}`},
-		{"stream abort", &source.StreamAbort{Xid: 752, SubXid: 753},
+		{"stream abort", &StreamAbort{Xid: 752, SubXid: 753},
 			`{"type":"stream_abort","lsn":"0/16B3E00","xid":752,"sub_xid":753}`},
-		{"stream abort parallel", &source.StreamAbort{Xid: 752, SubXid: 752, HasAbortInfo: true, AbortLSN: 0x300, AbortTime: ts2},
+		{"stream abort parallel", &StreamAbort{Xid: 752, SubXid: 752, HasAbortInfo: true, AbortLSN: 0x300, AbortTime: ts2},
 			`{"type":"stream_abort","lsn":"0/16B3E00","xid":752,"sub_xid":752,"abort_lsn":"0/300","abort_time":"2024-05-06T07:08:09Z"}`},
-		{"begin prepare", &source.BeginPrepare{PrepareLSN: 0x400, EndLSN: 0x430, PrepareTime: ts1, Xid: 760, GID: "g'1"},
+		{"begin prepare", &BeginPrepare{PrepareLSN: 0x400, EndLSN: 0x430, PrepareTime: ts1, Xid: 760, GID: "g'1"},
 			`{"type":"begin_prepare","lsn":"0/16B3E00","prepare_lsn":"0/400","end_lsn":"0/430","prepare_time":"2024-05-06T07:08:09.123456Z","xid":760,"gid":"g'1"}`},
-		{"prepare", &source.Prepare{PrepareLSN: 0x400, EndLSN: 0x430, PrepareTime: ts1, Xid: 760, GID: "g1"},
+		{"prepare", &Prepare{PrepareLSN: 0x400, EndLSN: 0x430, PrepareTime: ts1, Xid: 760, GID: "g1"},
 			`{"type":"prepare","lsn":"0/16B3E00","flags":0,"prepare_lsn":"0/400","end_lsn":"0/430","prepare_time":"2024-05-06T07:08:09.123456Z","xid":760,"gid":"g1"}`},
-		{"commit prepared", &source.CommitPrepared{CommitLSN: 0x500, EndLSN: 0x530, CommitTime: ts2, Xid: 760, GID: "g1"},
+		{"commit prepared", &CommitPrepared{CommitLSN: 0x500, EndLSN: 0x530, CommitTime: ts2, Xid: 760, GID: "g1"},
 			`{"type":"commit_prepared","lsn":"0/16B3E00","flags":0,"commit_lsn":"0/500","end_lsn":"0/530","commit_time":"2024-05-06T07:08:09Z","xid":760,"gid":"g1"}`},
-		{"rollback prepared", &source.RollbackPrepared{PrepareEndLSN: 0x430, RollbackEndLSN: 0x560, PrepareTime: ts1, RollbackTime: ts2, Xid: 760, GID: "g1"},
+		{"rollback prepared", &RollbackPrepared{PrepareEndLSN: 0x430, RollbackEndLSN: 0x560, PrepareTime: ts1, RollbackTime: ts2, Xid: 760, GID: "g1"},
 			`{"type":"rollback_prepared","lsn":"0/16B3E00","flags":0,"prepare_end_lsn":"0/430","rollback_end_lsn":"0/560","prepare_time":"2024-05-06T07:08:09.123456Z","rollback_time":"2024-05-06T07:08:09Z","xid":760,"gid":"g1"}`},
-		{"stream prepare", &source.StreamPrepare{PrepareLSN: 0x600, EndLSN: 0x630, PrepareTime: ts1, Xid: 770, GID: "big"},
+		{"stream prepare", &StreamPrepare{PrepareLSN: 0x600, EndLSN: 0x630, PrepareTime: ts1, Xid: 770, GID: "big"},
 			`{"type":"stream_prepare","lsn":"0/16B3E00","flags":0,"prepare_lsn":"0/600","end_lsn":"0/630","prepare_time":"2024-05-06T07:08:09.123456Z","xid":770,"gid":"big"}`},
 	}
-	seen := map[source.MessageType]bool{}
+	seen := map[MessageType]bool{}
 	buf := make([]byte, 0, 16)
 	for _, tc := range cases {
 		var err error
-		buf, err = encodeMessage(buf[:0], 0x16B3E00, tc.msg, testRelations())
+		buf, err = AppendJSON(buf[:0], 0x16B3E00, tc.msg, testRelations())
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -121,22 +114,22 @@ func TestEncodeMessageGolden(t *testing.T) {
 	}
 }
 
-func TestEncodeMessageErrors(t *testing.T) {
+func TestAppendJSONErrors(t *testing.T) {
 	cases := []struct {
-		msg  source.Message
+		msg  Message
 		want string
 	}{
-		{&source.Insert{RelationID: 1, New: source.Tuple{}},
+		{&Insert{RelationID: 1, New: Tuple{}},
 			"tail: insert at 0/10 is for relation id 1, which no Relation message described"},
-		{&source.Delete{RelationID: 16390, OldKind: 'K', Old: source.Tuple{{Kind: 't', Data: []byte("x")}}},
+		{&Delete{RelationID: 16390, OldKind: 'K', Old: Tuple{{Kind: 't', Data: []byte("x")}}},
 			"tail: tuple at 0/10 has 1 columns but relation s.child has 0"},
-		{&source.Truncate{RelationIDs: []uint32{16384, 7}},
+		{&Truncate{RelationIDs: []uint32{16384, 7}},
 			"tail: truncate at 0/10 names relation id 7, which no Relation message described"},
-		{&source.Insert{RelationID: 16384, New: source.Tuple{{Kind: 'x'}, {Kind: 'n'}, {Kind: 'n'}, {Kind: 'n'}}},
+		{&Insert{RelationID: 16384, New: Tuple{{Kind: 'x'}, {Kind: 'n'}, {Kind: 'n'}, {Kind: 'n'}}},
 			`tail: tuple at 0/10, column "id" of public.orders: unknown value kind 0x78`},
 	}
 	for _, tc := range cases {
-		_, err := encodeMessage(nil, 0x10, tc.msg, testRelations())
+		_, err := AppendJSON(nil, 0x10, tc.msg, testRelations())
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%T: got %v, want %s", tc.msg, err, tc.want)
 		}
@@ -151,56 +144,5 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("appendJSON(%q) = %s, want %s", s, got, want)
 		}
-	}
-}
-
-// beginBytes builds a pgoutput Begin message.
-func beginBytes(finalLSN uint64, xid uint32) []byte {
-	b := []byte{'B'}
-	b = binary.BigEndian.AppendUint64(b, finalLSN)
-	b = binary.BigEndian.AppendUint64(b, 0) // 2000-01-01
-	return binary.BigEndian.AppendUint32(b, xid)
-}
-
-func commitBytes(commitLSN, endLSN uint64) []byte {
-	b := []byte{'C', 0}
-	b = binary.BigEndian.AppendUint64(b, commitLSN)
-	b = binary.BigEndian.AppendUint64(b, endLSN)
-	return binary.BigEndian.AppendUint64(b, 0)
-}
-
-// flushCounter records each write reaching the underlying writer.
-type flushCounter struct {
-	bytes.Buffer
-	writes int
-}
-
-func (f *flushCounter) Write(p []byte) (int, error) { f.writes++; return f.Buffer.Write(p) }
-
-func TestTailerHandle(t *testing.T) {
-	var out flushCounter
-	tl := newTailer(&out, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ack, err := tl.handle(source.Frame{WALStart: 0x100, Data: beginBytes(0x180, 42)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ack != 0x100 || out.writes != 1 {
-		t.Fatalf("begin: ack %s, %d writes", ack, out.writes)
-	}
-	ack, err = tl.handle(source.Frame{WALStart: 0x180, Data: commitBytes(0x180, 0x1b0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ack != 0x1b0 || out.writes != 2 {
-		t.Fatalf("commit: ack %s, %d writes; a commit acks its end LSN and every line is flushed", ack, out.writes)
-	}
-	want := `{"type":"begin","lsn":"0/100","xid":42,"final_lsn":"0/180","commit_time":"2000-01-01T00:00:00Z"}` + "\n" +
-		`{"type":"commit","lsn":"0/180","flags":0,"commit_lsn":"0/180","end_lsn":"0/1B0","commit_time":"2000-01-01T00:00:00Z"}` + "\n"
-	if out.String() != want {
-		t.Fatalf("output\n got %s\nwant %s", out.String(), want)
-	}
-	_, err = tl.handle(source.Frame{WALStart: 0x200, Data: []byte{'Z'}})
-	if err == nil || !strings.HasPrefix(err.Error(), "tail: at 0/200: ") {
-		t.Fatalf("bad message: %v", err)
 	}
 }

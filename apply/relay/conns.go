@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgrelay/pgrelay/sink/postgres"
+	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -15,9 +15,8 @@ import (
 // and a round trip or two (20-30 ms each on a small machine), and a session
 // opened a dozen one after the other before its first row was copied.
 type sessionConns struct {
-	tgt  target
-	src  *pgx.Conn // the session's plain source connection
-	lock *pgx.Conn // plain target connection: the slot's lock, and checks
+	tgt sink.Target
+	src *pgx.Conn // the session's plain source connection
 	// repl is a replication connection to the source, or replErr why it did
 	// not open (preflight reports it); the session creates the slot on it
 	// and streams from it.
@@ -28,28 +27,24 @@ type sessionConns struct {
 // openSession opens the session's connections concurrently. A target it
 // cannot open is reported first, as the session always did, then a source
 // it cannot open.
-func openSession(ctx context.Context, cfg *Config) (*sessionConns, error) {
+func (r *Relay) openSession(ctx context.Context) (*sessionConns, error) {
+	cfg := r.cfg
 	c := &sessionConns{}
-	var tgtErr, srcErr, lockErr error
+	var tgtErr, srcErr error
 	var wg sync.WaitGroup
+	// Each is set only when it opened: a nil pointer in an interface is not
+	// nil.
 	wg.Go(func() {
-		tgt, err := openTarget(ctx, cfg)
+		tgt, err := r.target.Open(ctx, ForApply)
 		if err != nil {
 			tgtErr = err
 			return
 		}
 		c.tgt = tgt
-		if pg, ok := tgt.(*postgres.Sink); ok {
-			pg.Preconnect(ctx, 0)
-		}
-	})
-	// Each is set only when it opened: a nil pointer in an interface is not
-	// nil.
-	wg.Go(func() {
-		if conn, err := connectTo(ctx, "target", cfg.TargetURL); err != nil {
-			lockErr = err
-		} else {
-			c.lock = conn
+		// The metadata and lock connections, which the session's checks
+		// and lock need next.
+		if pc, ok := tgt.(sink.Preconnecter); ok {
+			pc.Preconnect(ctx, 0)
 		}
 	})
 	wg.Go(func() {
@@ -67,7 +62,7 @@ func openSession(ctx context.Context, cfg *Config) (*sessionConns, error) {
 		}
 	})
 	wg.Wait()
-	for _, err := range []error{tgtErr, lockErr, srcErr} {
+	for _, err := range []error{tgtErr, srcErr} {
 		if err != nil {
 			c.close(ctx)
 			return nil, err
@@ -97,9 +92,6 @@ func (c *sessionConns) close(ctx context.Context) {
 	}
 	if c.src != nil {
 		wg.Go(func() { _ = c.src.Close(ctx) })
-	}
-	if c.lock != nil {
-		wg.Go(func() { _ = c.lock.Close(ctx) })
 	}
 	if c.repl != nil {
 		wg.Go(func() { _ = c.repl.Close(ctx) })
