@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -212,7 +211,7 @@ func TestSinkMySQLUnfitValues(t *testing.T) {
 
 // TestSinkMySQLSession: the sink's sessions behave like a replica's: foreign
 // keys are not checked, timestamps are UTC, zero dates and too-long values
-// are refused; a server that may lose commits is named in a warning.
+// are refused; a server that may lose commits is named by the preflight.
 func TestSinkMySQLSession(t *testing.T) {
 	my, s := myTarget(t, mysql.Options{})
 	parent, child := sinktest.ItemsTable("public", "parent"), sinktest.ItemsTable("public", "child")
@@ -223,33 +222,20 @@ func TestSinkMySQLSession(t *testing.T) {
 		sinktest.Ins(parent, 2, sinktest.Row(sinktest.T("1"), sinktest.T("p"), sinktest.N())))
 	wantMyQuery(t, my, "1", "SELECT COUNT(*) FROM child WHERE id = 5")
 
-	var logs syncBuffer
 	ctx := t.Context()
 	my.Exec(t, "SET GLOBAL innodb_flush_log_at_trx_commit = 2")
 	t.Cleanup(func() { my.Exec(t, "SET GLOBAL innodb_flush_log_at_trx_commit = 1") })
-	s2, err := mysql.New(ctx, my.URL(), mysql.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close(context.Background())
-	if _, err := s2.Setup(ctx, sinktest.Slot); err != nil {
-		t.Fatal(err)
-	}
+	problems, err := s.Preflight(ctx, []string{"public"})
 	my.Exec(t, "SET GLOBAL innodb_flush_log_at_trx_commit = 1")
-	if !logHas(logs.String(), []string{"level=WARN", "setting=innodb_flush_log_at_trx_commit", "value=2", "lose committed transactions"}) {
-		t.Errorf("no warning naming innodb_flush_log_at_trx_commit:\n%s", logs.String())
-	}
-	var quiet syncBuffer
-	s3, err := mysql.New(ctx, my.URL(), mysql.Options{Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s3.Close(context.Background())
-	if _, err := s3.Setup(ctx, sinktest.Slot); err != nil {
-		t.Fatal(err)
+	if len(problems) != 1 || problems[0].Kind != sink.ProblemSetting || problems[0].Object != "innodb_flush_log_at_trx_commit = 2" ||
+		!strings.Contains(problems[0].Fix, "SET GLOBAL innodb_flush_log_at_trx_commit = 1") {
+		t.Errorf("preflight of a server that may lose commits: %+v, want innodb_flush_log_at_trx_commit named with the fix", problems)
 	}
-	if quiet.String() != "" {
-		t.Errorf("a durable server got warnings:\n%s", quiet.String())
+	if problems, err := s.Preflight(ctx, []string{"public"}); err != nil || len(problems) != 0 {
+		t.Errorf("preflight of a durable server: %+v, %v", problems, err)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestSinkMySQLXA(t *testing.T) {
 
 	// B committed by hand (XA COMMIT done, the bookkeeping not): it reads as
 	// committed, and CommitPrepared only books it.
-	my.Exec(t, "XA COMMIT '"+gidB[:64]+"','"+gidB[64:]+"',1885827705")
+	my.Exec(t, "XA COMMIT "+mysql.XID(my.DB, gidB))
 	if ok, err := s2.PreparedCommitted(ctx, gidB, 500); err != nil || !ok {
 		t.Fatalf("PreparedCommitted after XA COMMIT: %v, %v", ok, err)
 	}
@@ -105,7 +105,7 @@ func TestSinkMySQLXA(t *testing.T) {
 	wantMyQuery(t, my, "1", "SELECT COUNT(*) FROM xa_items WHERE id = 2")
 	// C rolled back by hand: RollbackPrepared only moves progress, and a
 	// CommitPrepared would say the changes are lost.
-	my.Exec(t, "XA ROLLBACK '"+gidC[:64]+"','"+gidC[64:]+"',1885827705")
+	my.Exec(t, "XA ROLLBACK "+mysql.XID(my.DB, gidC))
 	if err := s2.CommitPrepared(ctx, gidC, sink.Progress{Slot: sinktest.Slot, LSN: 950}); err == nil || !strings.Contains(err.Error(), "lost") {
 		t.Fatalf("CommitPrepared of a rolled back one: %v", err)
 	}

@@ -171,6 +171,10 @@ type Stats struct {
 	// for many rows), SetRows the rows they changed.
 	SetStatements int64
 	SetRows       int64
+	// UnfitNulled counts values the target cannot hold that were stored as
+	// NULL instead, each one logged (a MySQL target with
+	// PGRELAY_MYSQL_UNFIT=null).
+	UnfitNulled int64
 }
 
 // StatsReporter is the capability to count what the sink sent, for /metrics.

@@ -79,7 +79,7 @@ func (s *Sink) loadConverter(tm *tableMap) func(row int64, col int, text []byte)
 			s.log.Warn("a value MySQL cannot hold is stored as NULL ("+UnfitSetting+"=null)", "table", tm.qname, "row", row, "error", err.Error())
 			return schema.MySQLValue{Kind: schema.MySQLNull}, nil
 		}
-		return schema.MySQLValue{}, &ChangeError{Op: "copy into", Table: tm.qname, Key: fmt.Sprintf("(row %d of the copy)", row), Err: err}
+		return schema.MySQLValue{}, newChangeError(sink.ChangeError{Op: "copy into", Table: tm.qname, Key: fmt.Sprintf("(row %d of the copy)", row), Err: err})
 	}
 }
 
@@ -108,7 +108,7 @@ func (s *Sink) loadData(ctx context.Context, conn *sql.Conn, tm *tableMap, r io.
 	}
 	res, err := conn.ExecContext(ctx, stmt)
 	if err != nil {
-		var ce *ChangeError
+		var ce *sink.ChangeError
 		if errors.As(err, &ce) {
 			return 0, err
 		}
@@ -175,7 +175,7 @@ func (s *Sink) insertRows(ctx context.Context, conn *sql.Conn, tm *tableMap, r i
 		}
 		res, err := conn.ExecContext(ctx, string(stmt))
 		if err != nil {
-			return &ChangeError{Op: "copy into", Table: tm.qname, Key: fmt.Sprintf("(rows %d to %d of the copy)", total+1, total+inStmt), Err: err}
+			return newChangeError(sink.ChangeError{Op: "copy into", Table: tm.qname, Key: fmt.Sprintf("(rows %d to %d of the copy)", total+1, total+inStmt), Err: err})
 		}
 		if n, _ := res.RowsAffected(); n != inStmt {
 			return fmt.Errorf("sink/mysql: copy into %s: %d rows sent and %d inserted", tm.qname, inStmt, n)

@@ -13,55 +13,34 @@ import (
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/source"
 )
 
-// ErrRowNotFound is wrapped by the error of an update or delete whose row is
-// not on the target: the target has diverged from the source.
-var ErrRowNotFound = errors.New("row not found on the target (the target has diverged from the source: rows changed there, or the publication changed since the copy; run pgrelay verify, and copy again with PGRELAY_SNAPSHOT=always)")
+// errNoIdentity is the error of an update or delete on a table without a
+// replica identity key.
+var errNoIdentity = fmt.Errorf("%w: pgrelay cannot find the row; give the source table a primary key or REPLICA IDENTITY FULL (PostgreSQL itself refuses such updates and deletes on a publication)", sink.ErrNoIdentity)
 
-// ErrNoIdentity is wrapped by the error of an update or delete on a table
-// without a replica identity key.
-var ErrNoIdentity = errors.New("table has no replica identity: pgrelay cannot find the row; give the source table a primary key or REPLICA IDENTITY FULL (PostgreSQL itself refuses such updates and deletes on a publication)")
+// unfitHint ends the error of a value MySQL cannot hold.
+const unfitHint = "set " + UnfitSetting + "=null to store NULL for such values instead (each one logged and counted), or keep the value out of the replicated table"
 
-// ChangeError is the error of one change: what it did, to which table, which
-// row, at which source LSN, and what went wrong.
-type ChangeError struct {
-	Op    string // "insert into", "update", "delete from", "truncate", …
-	Table string // quoted target name, e.g. `db`.`t`
-	LSN   source.LSN
-	// LastLSN is set when the failing change of a run is unknown: it is
-	// somewhere in LSN..LastLSN.
-	LastLSN source.LSN
-	Key     string // the row's identity, e.g. (id)=(42)
-	Err     error
+// newChangeError is the error of one change (or a run of them) as this sink
+// reports it: the server's refusal worded on one line with its number, and
+// marked refused when the target refused the row itself (a value it cannot
+// hold, a constraint the row breaks).
+func newChangeError(ce sink.ChangeError) *sink.ChangeError {
+	ce.Sink = "sink/mysql"
+	var me *gomysql.MySQLError
+	switch {
+	case errors.As(ce.Err, &me):
+		ce.Reason = oneLine(me.Message) + fmt.Sprintf(" (error %d)", me.Number)
+		ce.Refused = valueNumbers[me.Number] || constraintNumbers[me.Number]
+	case errors.Is(ce.Err, schema.ErrUnfit):
+		ce.Refused = true
+		ce.Hint = unfitHint
+	default:
+		ce.Reason = oneLine(ce.Err.Error())
+	}
+	return &ce
 }
-
-func (e *ChangeError) Error() string {
-	var b strings.Builder
-	b.WriteString("sink/mysql: ")
-	b.WriteString(e.Op)
-	if e.Table != "" {
-		b.WriteString(" " + e.Table)
-	}
-	if e.Key != "" {
-		b.WriteString(" key " + e.Key)
-	}
-	if e.LSN != 0 || e.LastLSN != 0 {
-		fmt.Fprintf(&b, " at source LSN %s", e.LSN)
-		if e.LastLSN != 0 && e.LastLSN != e.LSN {
-			fmt.Fprintf(&b, "..%s", e.LastLSN)
-		}
-	}
-	b.WriteString(": ")
-	b.WriteString(oneLine(e.Err.Error()))
-	if errors.Is(e.Err, schema.ErrUnfit) {
-		b.WriteString("; fix the value on the source, or set " + UnfitSetting + "=null to store NULL for such values (each is logged)")
-	}
-	return b.String()
-}
-
-func (e *ChangeError) Unwrap() error { return e.Err }
 
 // oneLine folds a message (a server's may quote SQL with line breaks) onto
 // one line.
@@ -76,14 +55,19 @@ func oneLine(s string) string {
 const (
 	erLockWaitTimeout   = 1205
 	erDeadlock          = 1213
-	erDupEntry          = 1062
 	erServerShutdown    = 1053
 	erTooManyConns      = 1040
 	erConnKilled        = 1927 // MariaDB
 	erClientInteraction = 4031 // MySQL 8: disconnected for inactivity
-	erQueryInterrupted  = 1317
-	erReadOnly          = 1290
-	erOptionPrevents    = 1290
+	erOptionPrevents    = 1290 // read_only, super_read_only (and options pgrelay never meets)
+	erReadOnlyMode      = 1836 // MySQL: running in read-only mode
+	erReadOnlyTx        = 1792 // a write in a READ ONLY transaction
+	erTableReadOnly     = 1036 // table is read only (innodb_read_only)
+	erAccessDenied      = 1142 // command denied for a table
+	erDBAccessDenied    = 1044 // access denied to a database
+	erNoSuchTable       = 1146
+	erBadTable          = 1051 // DROP of an unknown table
+	erBadDB             = 1049
 )
 
 // retryableNumbers are the server errors after which a whole target
@@ -109,6 +93,19 @@ var valueNumbers = map[uint16]bool{
 	3819: true, // check constraint violated (MySQL)
 	1411: true, // incorrect value for function
 }
+
+// constraintNumbers are the server errors of a row that breaks a constraint
+// of the target table.
+var constraintNumbers = map[uint16]bool{
+	1062: true, // duplicate entry
+	1451: true, // a foreign key's parent row (foreign_key_checks is off; a table's own)
+	1452: true,
+	1169: true, // unique constraint
+}
+
+// readOnlyNumbers are the server errors of a write the target refuses as
+// read-only.
+var readOnlyNumbers = map[uint16]bool{erOptionPrevents: true, erReadOnlyMode: true, erReadOnlyTx: true, erTableReadOnly: true}
 
 // isRetryable reports whether the transaction that failed with err can be
 // retried as a whole; lost tells that the connection is gone (a transaction
@@ -137,18 +134,27 @@ func connLost(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
 }
 
-// classify wraps err with sink.Retryable when the transaction may be retried,
-// and a change's value refused by the target with sink.ValueRejected.
+// readOnlyCause is the cause of a refused write while what makes the
+// target read-only is not known yet (the relay asks Preflight).
+const readOnlyCause = "the server takes no writes from this user (read_only, super_read_only or innodb_read_only is on, or it is a replica): make it writable, or point PGRELAY_TARGET_URL at the primary"
+
+// classify marks err with its class: a write refused by a read-only target
+// as a *sink.ReadOnlyError (sink.ErrReadOnly), sink.Retryable when the
+// transaction may be retried, sink.ValueRejected for a change's value the
+// target refused.
 func classify(err error, lost bool) error {
 	if err == nil {
 		return nil
 	}
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) && readOnlyNumbers[me.Number] && !errors.Is(err, sink.ErrReadOnly) {
+		return &sink.ReadOnlyError{Cause: readOnlyCause, Err: err}
+	}
 	if isRetryable(err, lost) {
 		return sink.Retryable(err)
 	}
-	var ce *ChangeError
-	var me *gomysql.MySQLError
-	if errors.As(err, &ce) && errors.As(err, &me) && valueNumbers[me.Number] {
+	var ce *sink.ChangeError
+	if errors.As(err, &ce) && (errors.As(err, &me) && valueNumbers[me.Number] || errors.Is(err, schema.ErrUnfit)) {
 		return sink.ValueRejected(err)
 	}
 	return err
@@ -161,4 +167,9 @@ func mysqlNumber(err error) uint16 {
 		return me.Number
 	}
 	return 0
+}
+
+// changeError is the error of one change, naming its table, row and LSN.
+func (s *Sink) changeError(kind opKind, tm *tableMap, ch *sink.Change, err error) error {
+	return newChangeError(sink.ChangeError{Op: kind.String(), Table: tm.qname, LSN: ch.LSN, Key: keyText(tm, ch), Err: err})
 }

@@ -66,12 +66,18 @@ import (
 	"github.com/pgrelay/pgrelay/sink"
 )
 
-// Compile-time checks of the capabilities.
+// Compile-time checks of the capabilities (the others next to their code).
 var (
-	_ sink.Sink       = (*Sink)(nil)
-	_ sink.Tx         = (*Tx)(nil)
-	_ sink.DDLCommits = (*Sink)(nil)
-	_ sink.SeedStore  = (*Sink)(nil)
+	_ sink.Sink           = (*Sink)(nil)
+	_ sink.Tx             = (*Tx)(nil)
+	_ sink.DDLCommits     = (*Sink)(nil)
+	_ sink.SeedStore      = (*Sink)(nil)
+	_ sink.StatesSetter   = (*Sink)(nil)
+	_ sink.StatsReporter  = (*Sink)(nil)
+	_ sink.MetadataReader = (*Sink)(nil)
+	_ sink.SlotLocker     = (*Sink)(nil)
+	_ sink.Teardowner     = (*Sink)(nil)
+	_ sink.TableInspector = (*Sink)(nil)
 )
 
 // UnfitSetting is the environment variable that sets Options.UnfitAsNull
@@ -96,6 +102,9 @@ type Options struct {
 	// BatchBytes bounds the SQL text sent in one round trip. Default 4 MiB;
 	// never more than the server's max_allowed_packet allows.
 	BatchBytes int
+	// Inspect opens the sink for status, verify and teardown: no apply
+	// connection is opened until one is needed.
+	Inspect bool
 }
 
 // Validate applies defaults and rejects impossible values.
@@ -136,6 +145,7 @@ type Sink struct {
 
 	// Apply connection state: one goroutine.
 	conn   *sql.Conn
+	connID int64 // its session's CONNECTION_ID()
 	slot   string
 	tables map[*schema.Table]*tableMap
 	// ensured holds the relations EnsureTable brought to a definition in
@@ -146,6 +156,10 @@ type Sink struct {
 	warned  map[string]bool // warnings given once per table version
 
 	stats stats
+
+	// lockConn holds the slot's named lock (LockSlot).
+	lockMu   sync.Mutex
+	lockConn *sql.Conn
 }
 
 // New connects to the target at url (mysql://user:password@host:port/db),
@@ -186,9 +200,17 @@ func New(ctx context.Context, url string, opts Options) (*Sink, error) {
 	}
 	s.db = sql.OpenDB(&sessionConnector{Connector: inner, init: s.sessionSettings()})
 	s.db.SetMaxIdleConns(8)
-	if s.conn, err = s.db.Conn(ctx); err != nil {
+	if opts.Inspect {
+		// A first session says whether the server can be reached at all.
+		if err := s.db.PingContext(ctx); err != nil {
+			_ = s.db.Close()
+			return nil, classify(describeConnectError(cfg, err), true)
+		}
+		return s, nil
+	}
+	if _, err = s.applyConn(ctx); err != nil {
 		_ = s.db.Close()
-		return nil, classify(describeConnectError(cfg, err), true)
+		return nil, err
 	}
 	return s, nil
 }
@@ -254,6 +276,12 @@ func (s *Sink) applyConn(ctx context.Context) (*sql.Conn, error) {
 		return s.conn, nil
 	}
 	conn, err := s.db.Conn(ctx)
+	if err == nil {
+		err = conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&s.connID)
+		if err != nil {
+			discard(conn)
+		}
+	}
 	if err != nil {
 		return nil, classify(describeConnectError(s.cfg, err), true)
 	}
@@ -265,10 +293,17 @@ func (s *Sink) applyConn(ctx context.Context) (*sql.Conn, error) {
 // it broken or inside a transaction.
 func (s *Sink) dropConn() {
 	if s.conn != nil {
-		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
-		_ = s.conn.Close()
+		discard(s.conn)
 		s.conn = nil
 	}
+}
+
+// discard ends conn's session instead of returning it to the pool: what the
+// session holds (a transaction, a named lock, a prepared XA transaction on
+// MariaDB) goes with it.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
 }
 
 // Setup brings pgrelay's metadata tables up to date, checks the server's
@@ -283,9 +318,6 @@ func (s *Sink) Setup(ctx context.Context, slot string) (sink.Progress, error) {
 	}
 	if _, err := migrations.ApplyMySQL(ctx, conn, s.database); err != nil {
 		var me *gomysql.MySQLError
-		if errors.As(err, &me) && (me.Number == 1290 || me.Number == 1836) {
-			err = fmt.Errorf("the target is read-only (read_only or super_read_only, a replica): pgrelay writes the tables and its metadata there: %w", err)
-		}
 		if errors.As(err, &me) && (me.Number == 1142 || me.Number == 1044) {
 			err = fmt.Errorf("user %q lacks privileges on database %q (pgrelay creates and alters tables there, and databases for other source schemas): %w", s.cfg.User, s.database, err)
 		}
@@ -306,38 +338,34 @@ func (s *Sink) Setup(ctx context.Context, slot string) (sink.Progress, error) {
 	return p, nil
 }
 
-// checkSettings reads the settings the sink depends on, and warns about
-// those that cannot keep a committed transaction through a crash (invariant
-// 1: the position commits with the rows, but only as durably as they do).
+// checkSettings reads the settings the sink depends on. The settings that
+// cannot keep a committed transaction through a crash are Preflight's.
 func (s *Sink) checkSettings(ctx context.Context, conn *sql.Conn) error {
-	var flush, syncBinlog sql.NullInt64
-	var logBin, infile sql.NullString
+	var infile sql.NullString
 	var packet int64
-	err := conn.QueryRowContext(ctx, "SELECT @@innodb_flush_log_at_trx_commit, @@log_bin, @@sync_binlog, @@max_allowed_packet, @@local_infile").
-		Scan(&flush, &logBin, &syncBinlog, &packet, &infile)
+	err := conn.QueryRowContext(ctx, "SELECT @@max_allowed_packet, @@local_infile").Scan(&packet, &infile)
 	if err != nil {
 		return fmt.Errorf("read server settings: %w", err)
 	}
 	s.maxPacket = int(packet)
 	s.localInfile = infile.String == "1" || infile.String == "ON"
-	if flush.Valid && flush.Int64 != 1 {
-		s.log.Warn("the target may lose committed transactions in a crash: innodb_flush_log_at_trx_commit is not 1, so a commit (and pgrelay's position with it) is not flushed to disk; a restart then resumes from an older position than the source was told, and changes in between are lost; set innodb_flush_log_at_trx_commit = 1",
-			"setting", "innodb_flush_log_at_trx_commit", "value", flush.Int64)
-	}
-	if (logBin.String == "1" || logBin.String == "ON") && syncBinlog.Valid && syncBinlog.Int64 != 1 {
-		s.log.Warn("the target may lose committed transactions in a crash: binary logging is on and sync_binlog is not 1, so the binary log (which decides whether a transaction committed after a crash) is not flushed at each commit; set sync_binlog = 1",
-			"setting", "sync_binlog", "value", syncBinlog.Int64)
-	}
 	return nil
 }
 
-// Close ends the sessions; an open transaction is rolled back by the server.
+// Close ends the sessions, releasing the slot's lock; an open transaction
+// is rolled back by the server.
 func (s *Sink) Close(ctx context.Context) error {
 	s.cur = nil
 	if s.conn != nil {
 		_ = s.conn.Close()
 		s.conn = nil
 	}
+	s.lockMu.Lock()
+	if s.lockConn != nil {
+		discard(s.lockConn)
+		s.lockConn = nil
+	}
+	s.lockMu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sink/mysql: close: %w", err)
 	}
@@ -353,28 +381,23 @@ func (s *Sink) batchLimit() int {
 	return max(limit, 1)
 }
 
-// Stats counts what the apply connection sent, for metrics and tests.
-type Stats struct {
-	Batches    int64 // round trips of statements
-	Statements int64 // statements in them
-	InsertRows int64 // rows sent in multi-row INSERTs
-	DeleteSets int64 // DELETE … IN (…) statements for runs of deletes
-	// UnfitNulled counts values stored as NULL under Options.UnfitAsNull.
-	UnfitNulled int64
-}
-
 type stats struct {
-	batches, statements, insertRows, deleteSets, unfitNulled atomic.Int64
+	batches, statements, insertRuns, insertRows, setStatements, setRows, unfitNulled atomic.Int64
 }
 
-// Stats returns the counters since New. Safe to call from any goroutine.
-func (s *Sink) Stats() Stats {
-	return Stats{
-		Batches:     s.stats.batches.Load(),
-		Statements:  s.stats.statements.Load(),
-		InsertRows:  s.stats.insertRows.Load(),
-		DeleteSets:  s.stats.deleteSets.Load(),
-		UnfitNulled: s.stats.unfitNulled.Load(),
+// Stats implements sink.StatsReporter: what the sink sent since New. Multi-row
+// INSERTs count as CopyRuns and CopyRows, DELETE … IN (…) and batched
+// UPDATEs as SetStatements and SetRows, values stored as NULL under
+// Options.UnfitAsNull as UnfitNulled. Safe to call from any goroutine.
+func (s *Sink) Stats() sink.Stats {
+	return sink.Stats{
+		Batches:       s.stats.batches.Load(),
+		Statements:    s.stats.statements.Load(),
+		CopyRuns:      s.stats.insertRuns.Load(),
+		CopyRows:      s.stats.insertRows.Load(),
+		SetStatements: s.stats.setStatements.Load(),
+		SetRows:       s.stats.setRows.Load(),
+		UnfitNulled:   s.stats.unfitNulled.Load(),
 	}
 }
 

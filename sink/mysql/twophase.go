@@ -2,7 +2,9 @@ package mysql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,9 +43,12 @@ var (
 //   - XA ROLLBACK done, bookkeeping not: neither: RollbackPrepared only
 //     advances progress.
 //
-// The XA xid is the target GID itself, split into gtrid (its first 64
-// bytes) and bqual (the rest): deterministic, found again by a restart, and
-// read back whole from XA RECOVER. Its format ID marks pgrelay's.
+// The XA xid is the target GID, split into gtrid (its first 64 bytes) and
+// bqual (the rest, then a tag of the target database): deterministic, found
+// again by a restart, and read back whole from XA RECOVER. Prepared XA
+// transactions are the server's, not a database's, so the tag keeps apart
+// the slots of the same name that replicate into two databases of one
+// server. Its format ID marks pgrelay's.
 
 // xaFormatID is the format ID of pgrelay's XA xids ("pgry").
 const xaFormatID = 0x70677279
@@ -51,19 +56,33 @@ const xaFormatID = 0x70677279
 // xaMaxPart is how long an XA gtrid and bqual may each be.
 const xaMaxPart = 64
 
-// xaXid is gid as an XA xid literal: 'gtrid','bqual',formatID.
-func xaXid(gid string) string {
-	gtrid, bqual := gid, ""
-	if len(gid) > xaMaxPart {
-		gtrid, bqual = gid[:xaMaxPart], gid[xaMaxPart:]
-	}
-	return schema.QuoteString(gtrid) + "," + schema.QuoteString(bqual) + "," + strconv.Itoa(xaFormatID)
+// xaTagLen is the length of the database tag that ends a bqual, after ':'.
+const xaTagLen = 12
+
+// xaTag is the tag of database in the xids of its prepared transactions.
+func xaTag(database string) string {
+	sum := sha256.Sum256([]byte(database))
+	return hex.EncodeToString(sum[:])[:xaTagLen]
 }
+
+// XID is the XA xid pgrelay gives the prepared transaction of target GID
+// gid in database, as XA COMMIT and XA ROLLBACK take it
+// ('gtrid','bqual',formatID): for ending one by hand.
+func XID(database, gid string) string {
+	gtrid, rest := gid, ""
+	if len(gid) > xaMaxPart {
+		gtrid, rest = gid[:xaMaxPart], gid[xaMaxPart:]
+	}
+	return schema.QuoteString(gtrid) + "," + schema.QuoteString(rest+":"+xaTag(database)) + "," + strconv.Itoa(xaFormatID)
+}
+
+// xaXid is gid's XA xid in the sink's database.
+func (s *Sink) xaXid(gid string) string { return XID(s.database, gid) }
 
 // checkGID refuses a GID an XA xid cannot hold.
 func checkGID(gid string) error {
-	if gid == "" || len(gid) > 2*xaMaxPart {
-		return fmt.Errorf("sink/mysql: GID %q: an XA xid holds 1 to %d bytes", gid, 2*xaMaxPart)
+	if gid == "" || len(gid) > xaMaxPart+xaMaxPart-1-xaTagLen {
+		return fmt.Errorf("sink/mysql: GID %q: an XA xid holds 1 to %d bytes of it", gid, xaMaxPart+xaMaxPart-1-xaTagLen)
 	}
 	return nil
 }
@@ -96,7 +115,8 @@ func (s *Sink) checkXA(ctx context.Context, conn *sql.Conn) {
 	s.canPrepare = true
 }
 
-// xaRecover lists the GIDs of pgrelay's prepared XA transactions.
+// xaRecover lists the GIDs of pgrelay's prepared XA transactions in the
+// sink's database.
 func (s *Sink) xaRecover(ctx context.Context, q interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }) ([]string, error) {
@@ -105,6 +125,7 @@ func (s *Sink) xaRecover(ctx context.Context, q interface {
 		return nil, err
 	}
 	defer rows.Close()
+	tag := ":" + xaTag(s.database)
 	var gids []string
 	for rows.Next() {
 		var format, gtridLen, bqualLen int
@@ -115,7 +136,11 @@ func (s *Sink) xaRecover(ctx context.Context, q interface {
 		if format != xaFormatID || gtridLen+bqualLen > len(data) {
 			continue
 		}
-		gids = append(gids, string(data[:gtridLen])+string(data[gtridLen:gtridLen+bqualLen]))
+		rest, ok := strings.CutSuffix(string(data[gtridLen:gtridLen+bqualLen]), tag)
+		if !ok {
+			continue // another database's
+		}
+		gids = append(gids, string(data[:gtridLen])+rest)
 	}
 	return gids, rows.Err()
 }
@@ -170,7 +195,7 @@ func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Prog
 	if slot == "" {
 		slot = s.slot
 	}
-	xid := xaXid(gid)
+	xid := s.xaXid(gid)
 	marker := "INSERT INTO pgrelay_prepared (slot, gid, xa_xid, end_lsn) VALUES (" + schema.QuoteString(slot) + ", " + schema.QuoteString(gid) + ", " +
 		schema.QuoteString(xid) + ", " + strconv.FormatUint(uint64(p.LSN), 10) + ")"
 	if err := tx.flush(ctx, marker+";\nXA END "+xid+";\nXA PREPARE "+xid); err != nil {
@@ -180,8 +205,28 @@ func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Prog
 	// The session stays bound to the prepared transaction on MariaDB until
 	// it ends: end it, and leave the transaction to XA COMMIT or ROLLBACK.
 	s.cur = nil
+	id := s.connID
 	s.dropConn()
+	s.awaitSessionEnd(ctx, id)
 	return nil
+}
+
+// awaitSessionEnd waits, a little, until the server has ended the session
+// id: only then is a transaction it prepared detached from it, for another
+// session to finish (XA RECOVER lists it before). It returns early on any
+// error; XA COMMIT and ROLLBACK try again anyway.
+func (s *Sink) awaitSessionEnd(ctx context.Context, id int64) {
+	for try := range 200 {
+		var n int
+		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil || n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(min(try+1, 10)) * 2 * time.Millisecond):
+		}
+	}
 }
 
 // xaFinish runs XA COMMIT or XA ROLLBACK of gid on a session of the pool.
@@ -190,7 +235,7 @@ func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Prog
 func (s *Sink) xaFinish(ctx context.Context, verb, gid string) error {
 	var err error
 	for try := range 20 {
-		if _, err = s.db.ExecContext(ctx, "XA "+verb+" "+xaXid(gid)); err == nil {
+		if _, err = s.db.ExecContext(ctx, "XA "+verb+" "+s.xaXid(gid)); err == nil {
 			return nil
 		}
 		// XAER_NOTA (1397) when unknown, XAER_RMFAIL (1399) while bound.

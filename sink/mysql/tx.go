@@ -194,7 +194,7 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 	case sink.Delete:
 		if len(tm.key) == 0 {
 			if !tm.full {
-				return tx.fail(tx.s.changeError(opDelete, tm, ch, ErrNoIdentity))
+				return tx.fail(tx.s.changeError(opDelete, tm, ch, errNoIdentity))
 			}
 			stmt, err := tx.s.deleteFull(tm, ch)
 			if err != nil {
@@ -286,8 +286,10 @@ func (tx *Tx) closeRun(ctx context.Context) error {
 	u.expect = int64(len(u.changes))
 	if u.kind == opDelete {
 		tx.run = append(tx.run, ')')
-		tx.s.stats.deleteSets.Add(1)
+		tx.s.stats.setStatements.Add(1)
+		tx.s.stats.setRows.Add(int64(len(u.changes)))
 	} else {
+		tx.s.stats.insertRuns.Add(1)
 		tx.s.stats.insertRows.Add(int64(len(u.changes)))
 	}
 	tx.appendStatement(tx.run, u)
@@ -310,7 +312,7 @@ func (tx *Tx) flush(ctx context.Context, tail string) error {
 	lead := 0
 	if !tx.begun {
 		if tx.xa != "" {
-			q.WriteString("XA START " + xaXid(tx.xa) + ";\n")
+			q.WriteString("XA START " + tx.s.xaXid(tx.xa) + ";\n")
 		} else {
 			q.WriteString("START TRANSACTION;\n")
 		}
@@ -344,7 +346,7 @@ func (tx *Tx) flush(ctx context.Context, tail string) error {
 			continue
 		}
 		if len(u.changes) == 1 {
-			return tx.fail(tx.s.changeError(u.kind, u.tm, u.changes[0], ErrRowNotFound))
+			return tx.fail(tx.s.changeError(u.kind, u.tm, u.changes[0], sink.ErrRowNotFound))
 		}
 		return tx.fail(tx.attribute(ctx, units, fmt.Errorf("%d rows of %d found", counts[lead+k], u.expect)))
 	}
@@ -409,12 +411,12 @@ func (tx *Tx) attribute(ctx context.Context, units []unit, batchErr error) error
 				return tx.s.changeError(u.kind, u.tm, ch, err)
 			}
 			if u.kind != opInsert && (len(counts) == 0 || counts[0] != 1) {
-				return tx.s.changeError(u.kind, u.tm, ch, ErrRowNotFound)
+				return tx.s.changeError(u.kind, u.tm, ch, sink.ErrRowNotFound)
 			}
 		}
 		if u.kind == opTruncate {
 			if _, err := tx.exec(ctx, "DELETE FROM "+u.tm.qname); err != nil {
-				return &ChangeError{Op: opTruncate.String(), Table: u.tm.qname, Err: err}
+				return newChangeError(sink.ChangeError{Op: opTruncate.String(), Table: u.tm.qname, Err: err})
 			}
 		}
 	}
@@ -424,7 +426,7 @@ func (tx *Tx) attribute(ctx context.Context, units []unit, batchErr error) error
 // batchError is the error of a batch whose failing change is not known:
 // it names the LSNs the batch spans.
 func (s *Sink) batchError(units []unit, err error) error {
-	e := &ChangeError{Op: "apply batch to", Err: err}
+	e := sink.ChangeError{Op: "apply batch to", Err: err}
 	for _, u := range units {
 		if e.Table == "" && u.tm != nil {
 			e.Table = u.tm.qname
@@ -439,13 +441,9 @@ func (s *Sink) batchError(units []unit, err error) error {
 	if e.Table == "" && e.LSN == 0 {
 		return err
 	}
-	return e
+	return newChangeError(e)
 }
 
-// changeError is the error of one change, naming its table, row and LSN.
-func (s *Sink) changeError(kind opKind, tm *tableMap, ch *sink.Change, err error) error {
-	return &ChangeError{Op: kind.String(), Table: tm.qname, LSN: ch.LSN, Key: keyText(tm, ch), Err: err}
-}
 
 // keyText is the change's row identity as the source sent it: (a, b)=(1, x).
 func keyText(tm *tableMap, ch *sink.Change) string {
@@ -617,7 +615,7 @@ func (s *Sink) deleteFull(tm *tableMap, ch *sink.Change) ([]byte, error) {
 // new row's key.
 func (s *Sink) updateStatement(tm *tableMap, ch *sink.Change) ([]byte, error) {
 	if len(tm.key) == 0 && !tm.full {
-		return nil, s.changeError(opUpdate, tm, ch, ErrNoIdentity)
+		return nil, s.changeError(opUpdate, tm, ch, errNoIdentity)
 	}
 	if len(ch.New) != len(tm.t.Columns) {
 		return nil, s.changeError(opUpdate, tm, ch, fmt.Errorf("the row has %d values and the table %d columns", len(ch.New), len(tm.t.Columns)))
@@ -707,7 +705,7 @@ func (tx *Tx) Commit(ctx context.Context, p sink.Progress) error {
 	commit := ";\nCOMMIT"
 	if tx.xa != "" {
 		if tx.begun {
-			commit = ";\nXA END " + xaXid(tx.xa) + ";\nXA COMMIT " + xaXid(tx.xa) + " ONE PHASE"
+			commit = ";\nXA END " + tx.s.xaXid(tx.xa) + ";\nXA COMMIT " + tx.s.xaXid(tx.xa) + " ONE PHASE"
 		} else {
 			tx.xa = "" // nothing sent yet: an ordinary transaction
 		}
@@ -744,7 +742,7 @@ func (tx *Tx) end(ctx context.Context) error {
 	}
 	rollback := "ROLLBACK"
 	if tx.xa != "" {
-		rollback = "XA END " + xaXid(tx.xa) + ";\nXA ROLLBACK " + xaXid(tx.xa)
+		rollback = "XA END " + tx.s.xaXid(tx.xa) + ";\nXA ROLLBACK " + tx.s.xaXid(tx.xa)
 	}
 	if _, err := tx.exec(context.WithoutCancel(ctx), rollback); err != nil {
 		tx.s.dropConn()

@@ -123,7 +123,9 @@ func ParseURL(raw string) (*gomysql.Config, error) {
 	cfg.ClientFoundRows = true
 	cfg.ParseTime = false
 	cfg.Loc = time.UTC
-	cfg.RejectReadOnly = true
+	// A write a read-only server refuses is the sink's to classify
+	// (sink.ErrReadOnly, with what makes it so), not a bad connection.
+	cfg.RejectReadOnly = false
 	cfg.Logger = discardLogger{}
 	return cfg, nil
 }
