@@ -444,7 +444,6 @@ func (s *Sink) batchError(units []unit, err error) error {
 	return newChangeError(e)
 }
 
-
 // keyText is the change's row identity as the source sent it: (a, b)=(1, x).
 func keyText(tm *tableMap, ch *sink.Change) string {
 	tuple, cols := ch.New, tm.key
