@@ -220,3 +220,22 @@ var loggerOnce sync.Once
 func quietDriver() {
 	loggerOnce.Do(func() { _ = gomysql.SetLogger(discardLogger{}) })
 }
+
+// OnThisMachine reports whether the target URL names a server on this
+// machine (a Unix socket, localhost, a loopback address), which then shares
+// its cores with pgrelay. Its error is ParseURL's.
+func OnThisMachine(url string) (bool, error) {
+	cfg, err := ParseURL(url)
+	if err != nil {
+		return false, err
+	}
+	if cfg.Net == "unix" {
+		return true, nil
+	}
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return false, nil
+	}
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || ip != nil && ip.IsLoopback(), nil
+}

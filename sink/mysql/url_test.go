@@ -93,3 +93,23 @@ func TestServerChoices(t *testing.T) {
 		t.Errorf("MySQL session: %s", got)
 	}
 }
+
+func TestOnThisMachine(t *testing.T) {
+	for url, want := range map[string]bool{
+		"mysql://u@127.0.0.1:3306/d":               true,
+		"mysql://u@localhost/d":                    true,
+		"mysql://u@[::1]/d":                        true,
+		"mysql://u@%2Ftmp%2Fm.sock/d":              true,
+		"mysql://u@db.example/d?socket=/tmp/m.sck": true,
+		"mysql://u@db.example:3306/d":              false,
+		"mysql://u@10.0.0.7/d":                     false,
+	} {
+		got, err := OnThisMachine(url)
+		if err != nil || got != want {
+			t.Errorf("%s: %v, %v; want %v", url, got, err, want)
+		}
+	}
+	if _, err := OnThisMachine("mysql://u:secret@h/d?parseTime=true"); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a parameter the sink does not take: %v", err)
+	}
+}
