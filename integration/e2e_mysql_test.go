@@ -7,10 +7,16 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrelay/pgrelay/integration/harness"
 )
 
 // myTypesSchema is a source of many types, every value one MySQL holds.
@@ -245,3 +251,114 @@ func (e *myE2E) status(t testing.TB) (e2eStatus, string) {
 	}
 	return st, raw
 }
+
+// metrics fetches what /metrics at addr says of name; "" when it says
+// nothing of it.
+func metricValue(t testing.TB, addr, name string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestE2EMySQLUnfitValue: a value MySQL cannot hold (NaN, an infinite date)
+// stops migrate and replicate with one line naming the table, the column,
+// the row's key and the source LSN; nothing of its transaction is applied
+// and nothing is lost: with PGRELAY_MYSQL_UNFIT=null the next run stores
+// NULL instead, logs each value and counts it on /metrics.
+func TestE2EMySQLUnfitValue(t *testing.T) {
+	e := myE2EPair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE days (id int PRIMARY KEY, d date);
+		INSERT INTO days VALUES (1, '2024-01-01'), (2, 'infinity'), (3, '2024-01-03');
+		CREATE TABLE m (id int PRIMARY KEY, f float8, note text)`)
+
+	// The copy: a date MySQL cannot hold.
+	p, code := e.run(3*time.Minute, "migrate")
+	out := strings.Join(p.errOut.all(), "\n")
+	t.Logf("migrate stopped with: %s", p.errOut.all()[len(p.errOut.all())-1])
+	if code == 0 || !strings.Contains(out, "days") || !strings.Contains(out, "infinity") || !strings.Contains(out, UnfitEnv+"=null") {
+		t.Fatalf("migrate of an infinite date: exit %d, want a failure naming the table, the value and %s; log:\n%s", code, UnfitEnv, p.logs())
+	}
+	nulled := e.with(UnfitEnv + "=null")
+	p = nulled.mustRun(3*time.Minute, "migrate")
+	if l, ok := p.findLog("stored as NULL"); !ok || !strings.Contains(fmt.Sprint(l), "days") {
+		t.Errorf("no log line of the value stored as NULL; log:\n%s", p.logs())
+	}
+	if got := e.query(t, "SELECT CONCAT_WS(',', COUNT(*), SUM(d IS NULL)) FROM days"); got != "3,1" {
+		t.Errorf("days on the target: %s rows,NULLs; want 3,1", got)
+	}
+
+	// The stream: a transaction with a NaN among good rows.
+	p = e.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e.src.Exec(t, "INSERT INTO m VALUES (1, 1.5, 'before')")
+	e.sync(t, p, time.Minute)
+	before := e.progress(t)
+	e.src.Exec(t, "INSERT INTO m VALUES (2, 2.5, 'same txn'), (3, 'NaN', 'unfit'), (4, 4.5, 'same txn')")
+	lsn := e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text")
+	code = p.wait(t, 2*time.Minute)
+	if code != 1 {
+		t.Fatalf("replicate on a NaN exited %d, want 1; log:\n%s", code, p.logs())
+	}
+	last := p.errOut.all()[len(p.errOut.all())-1]
+	t.Logf("replicate stopped with: %s", last)
+	for _, want := range []string{"pgrelay: ", "`m`", "(id)=(3)", `column "f"`, "NaN", "at source LSN ", UnfitEnv + "=null"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the last line does not say %q:\n%s", want, last)
+		}
+	}
+	if !e2eLSNPattern.MatchString(last) {
+		t.Errorf("the last line names no LSN:\n%s", last)
+	}
+	if got := e.query(t, "SELECT GROUP_CONCAT(id ORDER BY id) FROM m"); got != "1" {
+		t.Errorf("rows of m on the target after the refusal: %s, want only 1 (nothing of the refused transaction)", got)
+	}
+	if after := e.progress(t); after != before {
+		t.Errorf("the stored position moved from %s to %s past a refused transaction", before, after)
+	}
+	if confirmed := e2eLSN(t, "confirmed_flush_lsn", e.src.QueryString(t, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", e.slot)); confirmed > before {
+		t.Errorf("the slot confirmed %s, past the target's %s (before %s)", confirmed, before, lsn)
+	}
+
+	// Resumed with NULL for such values: nothing lost, the NaN counted.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	p = nulled.with("PGRELAY_METRICS_ADDR="+addr).start("replicate")
+	e.sync(t, p, 2*time.Minute)
+	if got := e.query(t, "SELECT GROUP_CONCAT(CONCAT(id, ':', COALESCE(f, 'NULL')) ORDER BY id) FROM m"); got != "1:1.5,2:2.5,3:NULL,4:4.5" {
+		t.Errorf("m on the target after the resume: %s", got)
+	}
+	if got := metricValue(t, addr, "pgrelay_target_unfit_nulled_total"); got != "1" {
+		t.Errorf("pgrelay_target_unfit_nulled_total = %q, want 1", got)
+	}
+	if l, ok := p.findLog("stored as NULL"); !ok || !strings.Contains(fmt.Sprint(l), "(id)=(3)") {
+		t.Errorf("no log line naming the key of the value stored as NULL; log:\n%s", p.logs())
+	}
+	// Once the rows MySQL cannot hold are gone on the source, both sides agree.
+	e.src.Exec(t, "DELETE FROM m WHERE id = 3; DELETE FROM days WHERE id = 2")
+	e.sync(t, p, time.Minute)
+	e.compare(t)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	e.verify(t)
+}
+
+// UnfitEnv is the setting of values MySQL cannot hold.
+const UnfitEnv = "PGRELAY_MYSQL_UNFIT"
