@@ -223,6 +223,10 @@ func (e *myE2E) verify(t testing.TB) string {
 	if code != 0 {
 		t.Errorf("pgrelay verify exited %d, want 0 (equal):\n%s\nlog:\n%s", code, out, p.logs())
 	}
+	// Schema public maps to the target's database: no table was renamed.
+	if l, ok := p.findLog("still has the name the source table had"); ok {
+		t.Errorf("verify takes a table's target name for a rename: %v", l)
+	}
 	return out
 }
 
