@@ -15,8 +15,12 @@ import (
 )
 
 func benchMySQL(b *testing.B) (*harness.MY, *mysql.Sink, *schema.Table) {
+	return benchMySQLWith(b, mysql.Options{})
+}
+
+func benchMySQLWith(b *testing.B, opts mysql.Options) (*harness.MY, *mysql.Sink, *schema.Table) {
 	my := harness.MariaDB(b)
-	s, err := mysql.New(b.Context(), my.URL(), mysql.Options{})
+	s, err := mysql.New(b.Context(), my.URL(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,8 +62,10 @@ func BenchmarkSinkMySQLInserts(b *testing.B) {
 	benchMySQLApply(b, s, b.N, 10000, func(i int) *sink.Change { return sinktest.Ins(tb, source.LSN(i), benchRow(i, "inserted")) })
 }
 
-func BenchmarkSinkMySQLUpdates(b *testing.B) {
-	_, s, tb := benchMySQL(b)
+func BenchmarkSinkMySQLUpdates(b *testing.B) { benchMySQLUpdates(b, mysql.Options{}) }
+
+func benchMySQLUpdates(b *testing.B, opts mysql.Options) {
+	_, s, tb := benchMySQLWith(b, opts)
 	const rows = 100000
 	var data strings.Builder
 	for i := range rows {
@@ -101,4 +107,71 @@ func BenchmarkSinkMySQLLoadData(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// benchMySQLPgbench applies b.N pgbench-like transactions (an update of an
+// account, a teller and a branch, an insert into history) in target
+// transactions of 1000 of them, as group commit makes of a backlog.
+func benchMySQLPgbench(b *testing.B, opts mysql.Options) {
+	my := harness.MariaDB(b)
+	s, err := mysql.New(b.Context(), my.URL(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	if _, err := s.Setup(b.Context(), "bench"); err != nil {
+		b.Fatal(err)
+	}
+	acc, tel, bra, hist := pgbenchTables()
+	for _, tb := range []*schema.Table{acc, tel, bra, hist} {
+		if err := s.EnsureTable(b.Context(), tb, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const accounts, tellers, branches = 100000, 200, 20
+	for _, t := range []struct {
+		tb *schema.Table
+		n  int
+	}{{acc, accounts}, {tel, tellers}, {bra, branches}} {
+		var data strings.Builder
+		for i := range t.n {
+			fmt.Fprintf(&data, "%d\t0\n", i)
+		}
+		if _, err := s.CopyFrom(b.Context(), t.tb, strings.NewReader(data.String())); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rows := 4 * b.N
+	row := func(vals ...int) source.Tuple {
+		t := make(source.Tuple, len(vals))
+		for i, v := range vals {
+			t[i] = sinktest.T(fmt.Sprint(v))
+		}
+		return t
+	}
+	benchMySQLApply(b, s, rows, 4000, func(i int) *sink.Change {
+		txn, op := i/4, i%4
+		switch op {
+		case 0:
+			return sinktest.Upd(acc, source.LSN(i), row(txn*7919%accounts, txn))
+		case 1:
+			return sinktest.Upd(tel, source.LSN(i), row(txn%tellers, txn))
+		case 2:
+			return sinktest.Upd(bra, source.LSN(i), row(txn%branches, txn))
+		}
+		return sinktest.Ins(hist, source.LSN(i), row(txn, txn%tellers, txn))
+	})
+}
+
+// BenchmarkSinkMySQLPgbench: the queues (changes table by table, runs of
+// updates as one statement, repeated updates folded).
+func BenchmarkSinkMySQLPgbench(b *testing.B) { benchMySQLPgbench(b, mysql.Options{}) }
+
+// BenchmarkSinkMySQLPgbenchKeepOrder: arrival order, one statement per update.
+func BenchmarkSinkMySQLPgbenchKeepOrder(b *testing.B) { benchMySQLPgbench(b, mysql.Options{KeepOrder: true}) }
+
+// BenchmarkSinkMySQLUpdatesKeepOrder is BenchmarkSinkMySQLUpdates one
+// statement per update.
+func BenchmarkSinkMySQLUpdatesKeepOrder(b *testing.B) {
+	benchMySQLUpdates(b, mysql.Options{KeepOrder: true})
 }

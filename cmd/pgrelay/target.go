@@ -33,7 +33,7 @@ func targetFor(cfg *Config, log *slog.Logger) (relay.Target, error) {
 		// pgoutput for binary values).
 		return relay.Target{
 			Open: func(ctx context.Context, mode relay.OpenMode) (sink.Target, error) {
-				return mysql.New(ctx, url, mysql.Options{Logger: log, UnfitAsNull: cfg.MySQLUnfit == "null", Inspect: mode == relay.ForInspection})
+				return mysql.New(ctx, url, mysql.Options{Logger: log, UnfitAsNull: cfg.MySQLUnfit == "null", KeepOrder: cfg.KeepOrder, Inspect: mode == relay.ForInspection})
 			},
 			Local: local,
 		}, nil

@@ -105,6 +105,9 @@ type Options struct {
 	// Inspect opens the sink for status, verify and teardown: no apply
 	// connection is opened until one is needed.
 	Inspect bool
+	// KeepOrder applies each target transaction's changes in arrival order
+	// instead of table by table (queue.go) (PGRELAY_KEEP_ORDER).
+	KeepOrder bool
 }
 
 // Validate applies defaults and rejects impossible values.
@@ -382,13 +385,14 @@ func (s *Sink) batchLimit() int {
 }
 
 type stats struct {
-	batches, statements, insertRuns, insertRows, setStatements, setRows, unfitNulled atomic.Int64
+	batches, statements, insertRuns, insertRows, setStatements, setRows, folded, unfitNulled atomic.Int64
 }
 
 // Stats implements sink.StatsReporter: what the sink sent since New. Multi-row
 // INSERTs count as CopyRuns and CopyRows, DELETE … IN (…) and batched
-// UPDATEs as SetStatements and SetRows, values stored as NULL under
-// Options.UnfitAsNull as UnfitNulled. Safe to call from any goroutine.
+// UPDATEs as SetStatements and SetRows, updates folded into a later one of
+// the same row as Folded, values stored as NULL under Options.UnfitAsNull
+// as UnfitNulled. Safe to call from any goroutine.
 func (s *Sink) Stats() sink.Stats {
 	return sink.Stats{
 		Batches:       s.stats.batches.Load(),
@@ -397,6 +401,7 @@ func (s *Sink) Stats() sink.Stats {
 		CopyRows:      s.stats.insertRows.Load(),
 		SetStatements: s.stats.setStatements.Load(),
 		SetRows:       s.stats.setRows.Load(),
+		Folded:        s.stats.folded.Load(),
 		UnfitNulled:   s.stats.unfitNulled.Load(),
 	}
 }

@@ -180,6 +180,9 @@ func (s *Sink) Prepare(ctx context.Context, stx sink.Tx, gid string, p sink.Prog
 		return fmt.Errorf("sink/mysql: prepare %s: the transaction began as an ordinary one (it sent statements before it was prepared), and MySQL prepares only XA transactions: begin it with BeginPrepared", gid)
 	}
 	tx.xa = gid
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
 	if err := tx.closeRun(ctx); err != nil {
 		return err
 	}

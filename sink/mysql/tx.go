@@ -32,6 +32,9 @@ type tableMap struct {
 	insert string   // INSERT INTO … (…) VALUES
 	// maxRows is how many rows one INSERT takes.
 	maxRows int
+	// foldOK: the target table has no unique index besides its primary key
+	// (queue.go), once foldChecked.
+	foldChecked, foldOK bool
 }
 
 // tableFor returns the mapping of t's version, making it on first use.
@@ -111,12 +114,17 @@ type Tx struct {
 	// applies.
 	batch []byte
 	units []unit
-	// The run being built: a multi-row INSERT or a DELETE … IN (…) of one
-	// table, not yet in the batch.
+	// The run being built: a multi-row INSERT, a DELETE … IN (…) or an
+	// UPDATE of many rows by key of one table, not yet in the batch.
 	run     []byte
 	runUnit unit
-	runKeys map[string]bool // a delete run's keys: a key repeated ends the run
-	err     error           // the failure that ended the transaction
+	runKeys map[string]bool // a delete or update run's keys: a key repeated ends the run
+	upd     updateRun       // an update run's parts
+	// Changes queued per table until the next drain (queue.go).
+	queues     map[*tableMap]*tableQueue
+	queueOrder []*tableQueue
+	pending    int
+	err        error // the failure that ended the transaction
 	// xa is the GID of a transaction to be prepared: it begins with XA
 	// START (see twophase.go).
 	xa string
@@ -156,7 +164,8 @@ func (tx *Tx) fail(err error) error {
 	return tx.err
 }
 
-// Apply adds one change to the transaction.
+// Apply adds one change to the transaction: queued with its table's
+// changes (queue.go), or, with Options.KeepOrder, into the batch at once.
 func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 	if err := tx.usable(); err != nil {
 		return err
@@ -165,6 +174,15 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 	if err != nil {
 		return tx.fail(fmt.Errorf("sink/mysql: %s: %w", ch.Table.QualifiedName(), err))
 	}
+	if tx.s.opts.KeepOrder {
+		return tx.applyNow(ctx, tm, ch)
+	}
+	return tx.queue(ctx, tm, ch)
+}
+
+// applyNow adds one change to the batch: into the run being built when it
+// continues it.
+func (tx *Tx) applyNow(ctx context.Context, tm *tableMap, ch *sink.Change) error {
 	switch ch.Kind {
 	case sink.Insert:
 		row, err := tx.s.rowValues(tm, ch)
@@ -227,6 +245,9 @@ func (tx *Tx) Apply(ctx context.Context, ch *sink.Change) error {
 		tx.runUnit.changes = append(tx.runUnit.changes, ch)
 		return nil
 	case sink.Update:
+		if cols := tx.runColumns(ctx, tm, ch); len(cols) > 0 {
+			return tx.addToUpdateRun(ctx, tm, ch, cols)
+		}
 		stmt, err := tx.s.updateStatement(tm, ch)
 		if err != nil {
 			return tx.fail(err)
@@ -284,11 +305,18 @@ func (tx *Tx) closeRun(ctx context.Context) error {
 	}
 	u := tx.runUnit
 	u.expect = int64(len(u.changes))
-	if u.kind == opDelete {
+	switch u.kind {
+	case opDelete:
 		tx.run = append(tx.run, ')')
 		tx.s.stats.setStatements.Add(1)
 		tx.s.stats.setRows.Add(int64(len(u.changes)))
-	} else {
+	case opUpdate:
+		stmt, err := tx.updateRunStatement(u)
+		if err != nil {
+			return tx.fail(err)
+		}
+		tx.run = stmt
+	default:
 		tx.s.stats.insertRuns.Add(1)
 		tx.s.stats.insertRows.Add(int64(len(u.changes)))
 	}
@@ -526,14 +554,20 @@ func (s *Sink) rowValues(tm *tableMap, ch *sink.Change) ([]byte, error) {
 
 // deleteHead starts a DELETE of a run of rows by key.
 func (s *Sink) deleteHead(tm *tableMap) string {
+	return "DELETE FROM " + tm.qname + " WHERE " + keyIn(tm)
+}
+
+// keyIn starts the condition on a list of keys (keyTuple's): k IN ( or
+// (k1, k2) IN (.
+func keyIn(tm *tableMap) string {
 	if len(tm.key) == 1 {
-		return "DELETE FROM " + tm.qname + " WHERE " + tm.cols[tm.key[0]] + " IN ("
+		return tm.cols[tm.key[0]] + " IN ("
 	}
 	cols := make([]string, len(tm.key))
 	for k, i := range tm.key {
 		cols[k] = tm.cols[i]
 	}
-	return "DELETE FROM " + tm.qname + " WHERE (" + strings.Join(cols, ", ") + ") IN ("
+	return "(" + strings.Join(cols, ", ") + ") IN ("
 }
 
 // keyTuple renders the key values of tuple for deleteHead's list: v, or
@@ -667,6 +701,9 @@ func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint
 	if err := tx.usable(); err != nil {
 		return err
 	}
+	if err := tx.drain(ctx); err != nil {
+		return err
+	}
 	for _, t := range tables {
 		tm, err := tx.s.tableFor(t)
 		if err != nil {
@@ -684,6 +721,9 @@ func (tx *Tx) Truncate(ctx context.Context, tables []*schema.Table, options uint
 // otherwise the batch's counts are checked first.
 func (tx *Tx) Commit(ctx context.Context, p sink.Progress) error {
 	if err := tx.usable(); err != nil {
+		return err
+	}
+	if err := tx.drain(ctx); err != nil {
 		return err
 	}
 	if err := tx.closeRun(ctx); err != nil {
