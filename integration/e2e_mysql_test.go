@@ -339,7 +339,7 @@ func TestE2EMySQLUnfitValue(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p = nulled.with("PGRELAY_METRICS_ADDR="+addr).start("replicate")
+	p = nulled.with("PGRELAY_METRICS_ADDR=" + addr).start("replicate")
 	e.sync(t, p, 2*time.Minute)
 	if got := e.query(t, "SELECT GROUP_CONCAT(CONCAT(id, ':', COALESCE(f, 'NULL')) ORDER BY id) FROM m"); got != "1:1.5,2:2.5,3:NULL,4:4.5" {
 		t.Errorf("m on the target after the resume: %s", got)

@@ -168,7 +168,9 @@ func benchMySQLPgbench(b *testing.B, opts mysql.Options) {
 func BenchmarkSinkMySQLPgbench(b *testing.B) { benchMySQLPgbench(b, mysql.Options{}) }
 
 // BenchmarkSinkMySQLPgbenchKeepOrder: arrival order, one statement per update.
-func BenchmarkSinkMySQLPgbenchKeepOrder(b *testing.B) { benchMySQLPgbench(b, mysql.Options{KeepOrder: true}) }
+func BenchmarkSinkMySQLPgbenchKeepOrder(b *testing.B) {
+	benchMySQLPgbench(b, mysql.Options{KeepOrder: true})
+}
 
 // BenchmarkSinkMySQLUpdatesKeepOrder is BenchmarkSinkMySQLUpdates one
 // statement per update.
