@@ -24,13 +24,16 @@
 //
 // # Speed
 //
-// Runs of inserts into one table are multi-row INSERTs and runs of deletes
-// by key one DELETE … WHERE (key) IN (…); updates are one statement each.
-// Statements are sent several at a time (multi-statements), within
-// max_allowed_packet, each batch behind a savepoint: when one fails or
-// touches fewer rows than it should (a missing row), the batch is rolled
-// back to the savepoint and its changes are run one by one to name the one
-// at fault. No REPLACE, no INSERT IGNORE: a duplicate is an error.
+// A target transaction's changes wait in per-table queues (queue.go), so
+// that each table gets them in one stretch. Runs of inserts into one table
+// are multi-row INSERTs, runs of deletes by key one DELETE … WHERE (key)
+// IN (…), runs of updates by key one UPDATE … SET c = CASE … WHERE (key)
+// IN (…), and a row updated again keeps only its last update. Statements
+// are sent several at a time (multi-statements), within max_allowed_packet,
+// each batch behind a savepoint: when one fails or touches fewer rows than
+// it should (a missing row), the batch is rolled back to the savepoint and
+// its changes are run one by one to name the one at fault. No REPLACE, no
+// INSERT IGNORE: a duplicate is an error.
 //
 // # Schema changes
 //
