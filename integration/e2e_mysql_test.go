@@ -77,9 +77,9 @@ INSERT INTO types_all (id, i2, i4, i8, num, num_free, f8, f4, txt, vc, ch, raw, 
   E'\\N', 'x', 'abc   ', '\x5c4e'::bytea, true, '9999-12-31', '23:59:59.999', '9999-12-30 23:59:59.999999+00', '9999-12-31 23:59:59.999', 'ffffffff-ffff-ffff-ffff-ffffffffffff',
   '[1, "two", {"three": [3]}]', '"a string"', '{{1,2},{3,4}}', '{{"x","y"},{"z",NULL}}', '{0.5,-0.25}', 'happy', 2147483647, '1 year 2 mons 3 days 04:05:06.789', '2001:db8::/32', repeat('toast me ', 2000)),
  (1003, 0, 0, 0, 0, 0, 0, 0, E'\r\n\\r\\n\b\f\v', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'null', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-CREATE SCHEMA "My App";
-CREATE TABLE "My App"."Order Lines" ("Order" int, "Line" int, "Note" text, PRIMARY KEY ("Order", "Line"));
-INSERT INTO "My App"."Order Lines" SELECT i / 10, i % 10, 'note ' || i FROM generate_series(1, 300) i;
+CREATE SCHEMA "{{app}}";
+CREATE TABLE "{{app}}"."Order Lines" ("Order" int, "Line" int, "Note" text, PRIMARY KEY ("Order", "Line"));
+INSERT INTO "{{app}}"."Order Lines" SELECT i / 10, i % 10, 'note ' || i FROM generate_series(1, 300) i;
 CREATE TABLE full_ident (a int, b text, c numeric);
 ALTER TABLE full_ident REPLICA IDENTITY FULL;
 INSERT INTO full_ident SELECT i % 20, CASE WHEN i % 3 = 0 THEN NULL ELSE 'b' || (i % 5) END, i / 4.0 FROM generate_series(1, 200) i;
@@ -115,11 +115,11 @@ var myMixedDML = []string{
 	// Primary-key changes, also swapping and colliding on the way.
 	`UPDATE keyed SET id = id + 10000 WHERE id <= 100;
 	 UPDATE keyed SET id = -id WHERE id BETWEEN 200 AND 210;
-	 UPDATE "My App"."Order Lines" SET "Line" = "Line" + 100 WHERE "Order" = 3`,
+	 UPDATE "{{app}}"."Order Lines" SET "Line" = "Line" + 100 WHERE "Order" = 3`,
 	`UPDATE keyed SET k2 = 'swap' WHERE id = 500; UPDATE keyed SET k2 = 'k500' WHERE id = 501; UPDATE keyed SET k2 = 'k501' WHERE id = 500`,
 	// TRUNCATE, then rows again.
-	`TRUNCATE "My App"."Order Lines"`,
-	`INSERT INTO "My App"."Order Lines" VALUES (1, 1, 'after truncate')`,
+	`TRUNCATE "{{app}}"."Order Lines"`,
+	`INSERT INTO "{{app}}"."Order Lines" VALUES (1, 1, 'after truncate')`,
 	// Column changes: added with a default (older rows hold it), dropped,
 	// a type widened.
 	`ALTER TABLE evolving ADD COLUMN added text DEFAULT 'dflt'`,
@@ -140,7 +140,10 @@ func TestE2EMySQLMigrateReplicate(t *testing.T) {
 
 func testE2EMySQLMigrateReplicate(t *testing.T, major int) {
 	e := myE2EPair(t, major)
-	e.src.Exec(t, myTypesSchema)
+	// A schema of its own lands in a database of its name, on the MariaDB
+	// server the tests share: a name of the test's own.
+	app := strings.NewReplacer("{{app}}", "My App "+e.slot[len("e2e_my_slot_"):])
+	e.src.Exec(t, app.Replace(myTypesSchema))
 
 	first := e.mustRun(3*time.Minute, "migrate")
 	if out := strings.Join(first.out.all(), "\n"); !strings.HasPrefix(out, "caught up: ") {
@@ -167,7 +170,7 @@ func testE2EMySQLMigrateReplicate(t *testing.T, major int) {
 	p := e.start("replicate")
 	p.waitLog(t, "streaming", 2*time.Minute)
 	for i, step := range myMixedDML {
-		e.src.Exec(t, step)
+		e.src.Exec(t, app.Replace(step))
 		e.sync(t, p, 2*time.Minute)
 		if t.Failed() {
 			break
