@@ -213,6 +213,15 @@ func testE2EMySQLMigrateReplicate(t *testing.T, major int) {
 			t.Errorf("verify's report does not name %s:\n%s", want, report)
 		}
 	}
+	// status and verify need only read the target.
+	reader := "ro_" + e.slot
+	e.my.Exec(t, "CREATE USER '"+reader+"'@'%' IDENTIFIED BY 'ro-pw'; GRANT SELECT ON *.* TO '"+reader+"'@'%'")
+	t.Cleanup(func() { e.my.Exec(t, "DROP USER '"+reader+"'@'%'") })
+	ro := e.with(fmt.Sprintf("PGRELAY_TARGET_URL=mysql://%s:ro-pw@127.0.0.1:%d/%s", reader, e.my.Port, e.my.DB))
+	if out := strings.Join(ro.mustRun(time.Minute, "status").out.all(), "\n"); !strings.Contains(out, "public.keyed") {
+		t.Errorf("pgrelay status as a user that may only read:\n%s", out)
+	}
+	ro.verify(t)
 	if code := p.term(t, time.Minute); code != 0 {
 		t.Errorf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
 	}
