@@ -923,6 +923,14 @@ func TestStreamCleanStopWhileServerDecodes(t *testing.T) {
 		if round == 0 {
 			start = info.ConsistentPoint
 		}
+		// The last round's walsender exits a moment after its client is
+		// gone (later on a loaded machine): the slot is free once it has.
+		harness.Eventually(t, time.Minute, "the last round's walsender to let go of busy_slot", func() error {
+			if pid := pg.QueryString(t, "SELECT coalesce(active_pid::text, '') FROM pg_replication_slots WHERE slot_name = 'busy_slot'"); pid != "" {
+				return fmt.Errorf("active for pid %s", pid)
+			}
+			return nil
+		})
 		// The status period is long: only the final update can move the slot.
 		rs := startStream(t, pg, "busy_slot", start, source.StreamOptions{Publication: "busy_pub", StatusInterval: time.Hour})
 		var acked source.LSN

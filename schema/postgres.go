@@ -465,6 +465,21 @@ func (d PostgresDialect) MoveTable(fromSchema, fromName, toSchema, toName string
 // table and column. An existing column whose default changes to a volatile one
 // just drops its target default: existing rows keep their values either way.
 func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
+	return d.alterTable(prev, t, nil)
+}
+
+// AlterPartition is AlterTable for a table attached on the target as a
+// partition of root (the top of its partition tree). PostgreSQL refuses to
+// add, drop, rename or retype a partition's column, or drop its NOT NULL:
+// the column is its partitioned table's. Those changes go to root, which
+// makes them on every partition, as the source's did; the table's own move,
+// primary key and the defaults of its other columns stay on it.
+// FollowPartitionChange tells what the other partitions became.
+func (d PostgresDialect) AlterPartition(prev, t *Table, root QualifiedName) ([]string, error) {
+	return d.alterTable(prev, t, &root)
+}
+
+func (d PostgresDialect) alterTable(prev, t *Table, root *QualifiedName) ([]string, error) {
 	if prev == nil || t == nil {
 		return nil, errors.New("schema: alter table: both the previous and the new version are needed (use CreateTable for a new table)")
 	}
@@ -482,14 +497,27 @@ func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
 	stmts = append(stmts, d.MoveTable(prevSchema, prevName, newSchema, newName)...)
 	stmts = append(stmts, d.rowTypes(t)...)
 	table := d.qualified(newSchema, newName)
-	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
+	// Column changes go to columns, the table or its partitioned table;
+	// what is the table's own to own.
+	columns := table
+	if root != nil {
+		columns = d.qualified(root.Schema, root.Name)
+	}
+	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+columns+" "+action) }
+	own := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
 
 	prevKey, newKey := d.primaryKey(prev), d.primaryKey(t)
+	// A partition's primary key that is its partitioned table's stays, as
+	// on the source (where a partition's replica identity is its own).
+	inherited := ""
+	if root != nil {
+		inherited = " AND coninhcount = 0"
+	}
 	if prevKey != newKey && prevKey != "" {
 		stmts = append(stmts, doBlock(`DECLARE
 	pk pg_catalog.name;
 BEGIN
-	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p';
+	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p'`+inherited+`;
 	IF pk IS NOT NULL THEN
 		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', `+pgquote.Literal(table)+`, pk);
 	END IF;
@@ -502,7 +530,7 @@ END`))
 			alter("DROP COLUMN IF EXISTS " + d.QuoteIdent(prev.Columns[i].Name))
 		}
 	}
-	stmts = append(stmts, d.renames(table, prev, t, matched)...)
+	stmts = append(stmts, d.renames(columns, prev, t, matched)...)
 	for j := range t.Columns {
 		c := &t.Columns[j]
 		if _, ok := matched.prevOf[j]; ok {
@@ -518,6 +546,10 @@ END`))
 			// Existing rows get what they hold on the source; then the
 			// column takes the source's current default, if any.
 			lit := d.Literal(c.Fill)
+			if v := c.DefaultValue; v != nil && !v.Null && !c.Fill.Null && v.Text == c.Fill.Text && targetDefault(c) != "" {
+				// The constant default is the fill value: it fills them.
+				lit = targetDefault(c)
+			}
 			fill := *c
 			fill.Default, fill.VolatileDefault, fill.OmitDefault = SourceExpr(lit), false, false
 			alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(&fill))
@@ -554,7 +586,11 @@ END`))
 		p, c := &prev.Columns[i], &t.Columns[j]
 		col := d.QuoteIdent(c.Name)
 		prevDefault, newDefault := targetDefault(p), targetDefault(c)
+		// A default of its own, unless the column is retyped: its partitions'
+		// defaults go with the type (FollowPartitionChange).
+		setDefault := own
 		if p.TypeName != c.TypeName {
+			setDefault = alter
 			if prevDefault != "" {
 				alter("ALTER COLUMN " + col + " DROP DEFAULT")
 				prevDefault = ""
@@ -569,9 +605,9 @@ END`))
 		}
 		if prevDefault != newDefault {
 			if newDefault == "" {
-				alter("ALTER COLUMN " + col + " DROP DEFAULT")
+				setDefault("ALTER COLUMN " + col + " DROP DEFAULT")
 			} else {
-				alter("ALTER COLUMN " + col + " SET DEFAULT " + newDefault)
+				setDefault("ALTER COLUMN " + col + " SET DEFAULT " + newDefault)
 			}
 		}
 		// Only relaxed: see the added columns above. A key column gets NOT NULL
@@ -612,8 +648,16 @@ END`))
 		}
 		alter("ADD COLUMN IF NOT EXISTS " + d.generatedDef(g))
 	}
-	if prevKey != newKey && newKey != "" {
-		alter("ADD PRIMARY KEY (" + newKey + ")")
+	switch {
+	case prevKey == newKey || newKey == "":
+	case root != nil:
+		stmts = append(stmts, doBlock(`BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p') THEN
+		ALTER TABLE `+table+` ADD PRIMARY KEY (`+newKey+`);
+	END IF;
+END`))
+	default:
+		own("ADD PRIMARY KEY (" + newKey + ")")
 	}
 	return stmts, nil
 }

@@ -77,6 +77,9 @@ var capabilityCases = []struct {
 	{"AsyncCommit", testAsyncCommit},
 	{"PreparedCommits", testPreparedCommits},
 	{"Sequences", testSequences},
+	{"SchemaCarrier", testSchemaCarrier},
+	{"CutoverRecorder", testCutoverRecorder},
+	{"SequenceChecker", testSequenceChecker},
 }
 
 // target is s with every required capability, or the test fails naming those
