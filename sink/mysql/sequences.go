@@ -37,6 +37,9 @@ func (s *Sink) setSequence(ctx context.Context, q source.Sequence) error {
 		s.log.Info("a sequence is not carried over to MySQL: "+why, "table", qname, "column", q.Column, "sequence", q.Schema+"."+q.Name)
 		return nil
 	}
+	if q.Standalone || q.Table == "" {
+		return skip("it belongs to no replicated column, and MySQL has no sequences")
+	}
 	if !q.Readable {
 		return skip("pgrelay may not read its value on the source")
 	}
