@@ -79,30 +79,52 @@ func foreignKeysOn(ctx context.Context, q rowsQuerier, sch, name string) ([]sche
 }
 
 // foreignKeysAround reads the foreign keys of the target on table sch.name
-// and those referencing it, each once.
+// and those referencing it from a table of the databases pgrelay writes
+// (pgrelay_relation's): MariaDB reads information_schema's keys by opening
+// every table of the databases a query does not name.
 func foreignKeysAround(ctx context.Context, q rowsQuerier, sch, name string) ([]schema.MySQLForeignKey, error) {
 	out, err := foreignKeysOn(ctx, q, sch, name)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE
-		WHERE REFERENCED_TABLE_SCHEMA = ? AND REFERENCED_TABLE_NAME = ? ORDER BY 1, 2`, sch, name)
+	dbs := []string{sch}
+	rows, err := q.QueryContext(ctx, "SELECT DISTINCT target_schema FROM pgrelay_relation")
 	if err != nil {
-		return nil, fmt.Errorf("read the foreign keys referencing %s.%s: %w", sch, name, err)
+		return nil, fmt.Errorf("read the databases pgrelay writes: %w", err)
 	}
-	var children [][2]string
 	for rows.Next() {
-		var c [2]string
-		if err := rows.Scan(&c[0], &c[1]); err != nil {
+		var db string
+		if err := rows.Scan(&db); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("read the foreign keys referencing %s.%s: %w", sch, name, err)
+			return nil, fmt.Errorf("read the databases pgrelay writes: %w", err)
 		}
-		if c != [2]string{sch, name} {
-			children = append(children, c)
+		if !slices.Contains(dbs, db) {
+			dbs = append(dbs, db)
 		}
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
+	}
+	var children [][2]string
+	for _, db := range dbs {
+		rows, err := q.QueryContext(ctx, `SELECT DISTINCT TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE
+			WHERE TABLE_SCHEMA = ? AND CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_SCHEMA = ? AND REFERENCED_TABLE_NAME = ? ORDER BY 1`, db, db, sch, name)
+		if err != nil {
+			return nil, fmt.Errorf("read the foreign keys referencing %s.%s: %w", sch, name, err)
+		}
+		for rows.Next() {
+			c := [2]string{db, ""}
+			if err := rows.Scan(&c[1]); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read the foreign keys referencing %s.%s: %w", sch, name, err)
+			}
+			if c != [2]string{sch, name} {
+				children = append(children, c)
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
 	}
 	for _, c := range children {
 		fks, err := foreignKeysOn(ctx, q, c[0], c[1])
