@@ -29,7 +29,9 @@ var (
 )
 
 // CarryObjects implements sink.SchemaCarrier. Before the copy it defers
-// every object to the end of the migration, when the tables are there.
+// every object to the end of the migration, when the tables are there; then
+// it makes the foreign keys, after forgetting those a change left waiting
+// (the source's are made again from its facts), and reports the rest.
 func (s *Sink) CarryObjects(ctx context.Context, phase schema.Phase, objs []*schema.Object) ([]sink.ObjectResult, error) {
 	if phase >= schema.PostData {
 		if err := s.forgetWaiting(ctx); err != nil {
