@@ -56,6 +56,8 @@
 //	                               rows it had
 //	SequenceSetter       no        migrate leaves the target's sequences as they are
 //	StatsReporter        no        /metrics shows no target counters
+//	PreparedLister       no        prepared.waiting is never sent: a transaction
+//	                               held prepared on the target goes unreported
 //	Verifier             no        verify cannot compare the target (sink/verify.go)
 //	VerifyChecksums      no        verify reads and hashes the rows instead of
 //	                               checksumming them on the server
