@@ -149,6 +149,9 @@ type Applier struct {
 	durable   atomic.Uint64 // the position last stored on the target
 	applied   sink.Progress // the end of the last source transaction applied (in the group or durable)
 	failed    error
+	// durableTime is the source commit time stored with durable (UnixNano;
+	// 0: none), for a lag reading off the apply path.
+	durableTime atomic.Int64
 
 	// The group: the open target transaction of plain and streamed transactions.
 	tx         sink.Tx
@@ -269,6 +272,7 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 	}
 	a.skipBelow = p.LSN
 	a.durable.Store(uint64(p.LSN))
+	a.storeDurableTime(p.CommitTime)
 	a.applied = p
 	a.applied.Slot = a.cfg.Slot
 	if n, err := removeStaleSpillDirs(a.cfg.SpillDir, a.cfg.Slot); err != nil {
@@ -299,10 +303,32 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 // acknowledged to the source. It never decreases.
 func (a *Applier) Durable() source.LSN { return source.LSN(a.durable.Load()) }
 
-func (a *Applier) setDurable(lsn source.LSN) {
+// DurableCommitTime is the source commit time stored with Durable: of the
+// last source transaction applied, or when the applier last stored an idle
+// position (the source idle, everything applied). Zero when none is stored.
+func (a *Applier) DurableCommitTime() time.Time {
+	if ns := a.durableTime.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+func (a *Applier) storeDurableTime(t time.Time) {
+	if !t.IsZero() {
+		a.durableTime.Store(t.UnixNano())
+	}
+}
+
+// setDurable counts p durable: its LSN and commit time, the LSN never
+// moving back.
+func (a *Applier) setDurable(p sink.Progress) {
 	for {
 		cur := a.durable.Load()
-		if uint64(lsn) <= cur || a.durable.CompareAndSwap(cur, uint64(lsn)) {
+		if uint64(p.LSN) <= cur {
+			return
+		}
+		if a.durable.CompareAndSwap(cur, uint64(p.LSN)) {
+			a.storeDurableTime(p.CommitTime)
 			return
 		}
 	}
@@ -366,7 +392,7 @@ func (a *Applier) settle(ctx context.Context) error {
 	if err := a.async.Settle(ctx); err != nil {
 		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(oc.txns), oc.p.LSN, err)
 	}
-	a.setDurable(oc.p.LSN)
+	a.setDurable(oc.p)
 	return a.deliver(ctx, oc.msgs)
 }
 
@@ -713,7 +739,7 @@ func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.groupTxns), p.LSN, err)
 	}
 	a.tx = nil
-	a.setDurable(p.LSN)
+	a.setDurable(p)
 	msgs := a.groupMsgs
 	a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
 	return a.deliver(ctx, msgs)
@@ -1819,6 +1845,6 @@ func (a *Applier) finishOnTarget(ctx context.Context, lsn source.LSN, gid string
 	if p.LSN > a.applied.LSN {
 		a.applied = p
 	}
-	a.setDurable(p.LSN)
+	a.setDurable(p)
 	return nil
 }
