@@ -72,6 +72,9 @@ type Config struct {
 	// Secrets are more strings never to send or log (e.g. passwords from a
 	// password file).
 	Secrets []string
+	// Redact, when set, also hides secrets in every text field of a body
+	// (cmd/pgrelay's redaction of everything it prints).
+	Redact func(string) string
 
 	// Repeat is how often retrying and slot.at_risk are sent again while the
 	// condition lasts (PGRELAY_WEBHOOK_REPEAT).
@@ -269,7 +272,13 @@ func (n *Notifier) Stats() Stats {
 }
 
 // scrub removes every secret from a text field.
-func (n *Notifier) scrub(s string) string { return scrubSecrets(s, n.secrets) }
+func (n *Notifier) scrub(s string) string {
+	s = scrubSecrets(s, n.secrets)
+	if n.cfg.Redact != nil {
+		s = n.cfg.Redact(s)
+	}
+	return s
+}
 
 // payload is one encoded event, shared by the queues of all URLs.
 type payload struct {
