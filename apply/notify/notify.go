@@ -170,6 +170,7 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 		if err != nil {
 			return nil, err
 		}
+		n.secrets = append(n.secrets, strings.TrimSpace(raw)) // replaced whole, wherever it appears
 		n.secrets = append(n.secrets, URLSecrets(raw)...)
 		n.targets = append(n.targets, t)
 	}
@@ -427,24 +428,26 @@ func CheckURL(raw string) error {
 }
 
 // URLSecrets are the parts of a webhook URL that may be credentials, for a
-// log's redaction: the URL itself, its password (or a user name without one,
-// a token), its query, and the path segments long enough to be a token (a
-// Slack, Discord or Teams URL ends in one); short segments such as /hooks are
-// left, which would garble every message that names a path.
+// log's redaction: its password (or a user name without one, a token), the
+// values of its query, and the path segments long enough to be a token (a
+// Slack, Discord or Teams URL ends in one). Not the URL whole, its host or
+// its short segments such as /hooks: a redaction that hides every piece of
+// a secret (cmd/pgrelay's) would garble every message naming a host, a port
+// or a word of the path. A URL that does not parse is taken whole.
 func URLSecrets(raw string) []string {
 	raw = strings.TrimSpace(raw)
-	out := []string{raw}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return out
+		return []string{raw}
 	}
+	var out []string
 	if p, ok := u.User.Password(); ok {
 		out = append(out, p)
 	} else if u.User != nil {
 		out = append(out, u.User.Username())
 	}
-	if u.RawQuery != "" {
-		out = append(out, u.RawQuery)
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
 		if len(seg) >= minTokenLen {
