@@ -1057,7 +1057,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		// in this session, only the sink knows whether the target table
 		// differed: a table's first Relation message in a session is a
 		// change to the catalog, not to the table.)
-		a.log.Warn("a table's change of definition committed earlier on the source was applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see README, limits)",
+		a.log.Warn("a table's change of definition committed earlier on the source was applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see docs/limitations.md)",
 			"table", t.DisplayName(), "xid", xid, "lsn", lsn)
 	}
 	if factsMatch || a.fills == nil {

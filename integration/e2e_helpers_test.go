@@ -668,6 +668,22 @@ type e2eStatus struct {
 		Copied bool   `json:"copied"`
 	} `json:"tables"`
 	TablesNote string `json:"tables_note"`
+	Cutover    *struct {
+		Ready           bool     `json:"ready"`
+		CaughtUp        bool     `json:"caught_up"`
+		LastMigration   *string  `json:"last_migration"`
+		Schema          string   `json:"schema"`
+		SequencesBehind []string `json:"sequences_behind"`
+		LeftOut         []struct {
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+			State      string `json:"state"`
+			Reason     string `json:"reason"`
+			Incomplete bool   `json:"incomplete"`
+		} `json:"left_out"`
+		NotReady []string `json:"not_ready"`
+	} `json:"cutover"`
+	CutoverNote string `json:"cutover_note"`
 }
 
 func (e *e2eEnv) status(t testing.TB) (e2eStatus, string) {

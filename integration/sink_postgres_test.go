@@ -607,9 +607,9 @@ func TestSinkPostgresMigrations(t *testing.T) {
 			t.Fatalf("Setup %d: %v", i, err)
 		}
 	}
-	wantQuery(t, pg, "1,2,3,4,5,6,7", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
+	wantQuery(t, pg, "1,2,3,4,5,6,7,8", "SELECT string_agg(version::text, ',' ORDER BY version) FROM pgrelay.schema_migrations")
 	wantQuery(t, pg, "1", "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pgrelay.table_state'::regclass AND attname = 'sync_snapshot'")
-	wantQuery(t, pg, "pgrelay.prepared,pgrelay.prepared_fill,pgrelay.progress,pgrelay.relation,pgrelay.schema_migrations,pgrelay.seed,pgrelay.table_state",
+	wantQuery(t, pg, "pgrelay.cutover,pgrelay.prepared,pgrelay.prepared_fill,pgrelay.progress,pgrelay.relation,pgrelay.schema_migrations,pgrelay.seed,pgrelay.table_state",
 		"SELECT string_agg(oid::regclass::text, ',' ORDER BY oid::regclass::text) FROM pg_class WHERE relnamespace = 'pgrelay'::regnamespace AND relkind = 'r'")
 	pg.Exec(t, "INSERT INTO pgrelay.schema_migrations (version, name) VALUES (999, 'future')")
 	s := tg.open(t)

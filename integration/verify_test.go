@@ -308,7 +308,7 @@ func testVerifyLive(t *testing.T, major int) {
 	e := e2ePair(t, major)
 	// churn_log, which has no key and grows with every insert, is left out:
 	// a whole-table checksum of a table written faster than the re-checks
-	// cannot settle (see README).
+	// cannot settle (see docs/operations.md, "Reading verify").
 	e.src.Exec(t, e2eChurnSchema(20000)+`; CREATE TABLE public.e2e_sync (token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
 		CREATE PUBLICATION `+e.pub+" FOR TABLE churn, churn_small, e2e_sync")
 	e.extra = append(e.extra, "PGRELAY_VERIFY_CHUNK_ROWS=1000")

@@ -456,6 +456,21 @@ func (d PostgresDialect) MoveTable(fromSchema, fromName, toSchema, toName string
 // table and column. An existing column whose default changes to a volatile one
 // just drops its target default: existing rows keep their values either way.
 func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
+	return d.alterTable(prev, t, nil)
+}
+
+// AlterPartition is AlterTable for a table attached on the target as a
+// partition of root (the top of its partition tree). PostgreSQL refuses to
+// add, drop, rename or retype a partition's column, or drop its NOT NULL:
+// the column is its partitioned table's. Those changes go to root, which
+// makes them on every partition, as the source's did; the table's own move,
+// primary key and the defaults of its other columns stay on it.
+// FollowPartitionChange tells what the other partitions became.
+func (d PostgresDialect) AlterPartition(prev, t *Table, root QualifiedName) ([]string, error) {
+	return d.alterTable(prev, t, &root)
+}
+
+func (d PostgresDialect) alterTable(prev, t *Table, root *QualifiedName) ([]string, error) {
 	if prev == nil || t == nil {
 		return nil, errors.New("schema: alter table: both the previous and the new version are needed (use CreateTable for a new table)")
 	}
@@ -473,14 +488,27 @@ func (d PostgresDialect) AlterTable(prev, t *Table) ([]string, error) {
 	stmts = append(stmts, d.MoveTable(prevSchema, prevName, newSchema, newName)...)
 	stmts = append(stmts, d.rowTypes(t)...)
 	table := d.qualified(newSchema, newName)
-	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
+	// Column changes go to columns, the table or its partitioned table;
+	// what is the table's own to own.
+	columns := table
+	if root != nil {
+		columns = d.qualified(root.Schema, root.Name)
+	}
+	alter := func(action string) { stmts = append(stmts, "ALTER TABLE "+columns+" "+action) }
+	own := func(action string) { stmts = append(stmts, "ALTER TABLE "+table+" "+action) }
 
 	prevKey, newKey := d.primaryKey(prev), d.primaryKey(t)
+	// A partition's primary key that is its partitioned table's stays, as
+	// on the source (where a partition's replica identity is its own).
+	inherited := ""
+	if root != nil {
+		inherited = " AND coninhcount = 0"
+	}
 	if prevKey != newKey && prevKey != "" {
 		stmts = append(stmts, doBlock(`DECLARE
 	pk pg_catalog.name;
 BEGIN
-	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p';
+	SELECT conname INTO pk FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p'`+inherited+`;
 	IF pk IS NOT NULL THEN
 		EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', `+pgquote.Literal(table)+`, pk);
 	END IF;
@@ -493,7 +521,7 @@ END`))
 			alter("DROP COLUMN IF EXISTS " + d.QuoteIdent(prev.Columns[i].Name))
 		}
 	}
-	stmts = append(stmts, d.renames(table, prev, t, matched)...)
+	stmts = append(stmts, d.renames(columns, prev, t, matched)...)
 	for j := range t.Columns {
 		c := &t.Columns[j]
 		if _, ok := matched.prevOf[j]; ok {
@@ -544,7 +572,11 @@ END`))
 		p, c := &prev.Columns[i], &t.Columns[j]
 		col := d.QuoteIdent(c.Name)
 		prevDefault, newDefault := targetDefault(p), targetDefault(c)
+		// A default of its own, unless the column is retyped: its partitions'
+		// defaults go with the type (FollowPartitionChange).
+		setDefault := own
 		if p.TypeName != c.TypeName {
+			setDefault = alter
 			if prevDefault != "" {
 				alter("ALTER COLUMN " + col + " DROP DEFAULT")
 				prevDefault = ""
@@ -559,9 +591,9 @@ END`))
 		}
 		if prevDefault != newDefault {
 			if newDefault == "" {
-				alter("ALTER COLUMN " + col + " DROP DEFAULT")
+				setDefault("ALTER COLUMN " + col + " DROP DEFAULT")
 			} else {
-				alter("ALTER COLUMN " + col + " SET DEFAULT " + newDefault)
+				setDefault("ALTER COLUMN " + col + " SET DEFAULT " + newDefault)
 			}
 		}
 		// Only relaxed: see the added columns above. A key column gets NOT NULL
@@ -602,8 +634,16 @@ END`))
 		}
 		alter("ADD COLUMN IF NOT EXISTS " + d.generatedDef(g))
 	}
-	if prevKey != newKey && newKey != "" {
-		alter("ADD PRIMARY KEY (" + newKey + ")")
+	switch {
+	case prevKey == newKey || newKey == "":
+	case root != nil:
+		stmts = append(stmts, doBlock(`BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_constraint WHERE conrelid = `+pgquote.Literal(table)+`::pg_catalog.regclass AND contype = 'p') THEN
+		ALTER TABLE `+table+` ADD PRIMARY KEY (`+newKey+`);
+	END IF;
+END`))
+	default:
+		own("ADD PRIMARY KEY (" + newKey + ")")
 	}
 	return stmts, nil
 }

@@ -55,6 +55,12 @@
 //	                               tables is created from the stream, without the
 //	                               rows it had
 //	SequenceSetter       no        migrate leaves the target's sequences as they are
+//	SchemaCarrier        no        no schema object is made on the target: migrate
+//	                               lists each as left out (schema.go)
+//	CutoverRecorder      no        status has no migration's report to go by: the
+//	                               target is never called ready to switch to
+//	SequenceChecker      no        status does not compare the sequences with the
+//	                               source's, and says so
 //	StatsReporter        no        /metrics shows no target counters
 //	PreparedLister       no        prepared.waiting is never sent: a transaction
 //	                               held prepared on the target goes unreported

@@ -173,9 +173,9 @@ func EndTransaction(ctx context.Context, conn *pgx.Conn) {
 	_, _ = conn.Exec(ctx, "ROLLBACK")
 }
 
-// ReadSequencesWaiting is ReadSequences in a transaction that waits at most
+// ReadSequencesWaiting is ReadSequencesIn in a transaction that waits at most
 // lockWait for a lock (IsLockTimeout tells that case).
-func ReadSequencesWaiting(ctx context.Context, conn *pgx.Conn, publication string, lockWait time.Duration) ([]Sequence, error) {
+func ReadSequencesWaiting(ctx context.Context, conn *pgx.Conn, publication string, schemas []string, lockWait time.Duration) ([]Sequence, error) {
 	var seqs []Sequence
 	err := WithLockTimeout(ctx, conn, lockWait, func(tx pgx.Tx) error {
 		// The joins in the order written: planning them every way took
@@ -185,7 +185,7 @@ func ReadSequencesWaiting(ctx context.Context, conn *pgx.Conn, publication strin
 			return err
 		}
 		var err error
-		seqs, err = ReadSequences(ctx, tx.Conn(), publication)
+		seqs, err = ReadSequencesIn(ctx, tx.Conn(), publication, schemas)
 		return err
 	})
 	return seqs, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgrelay/pgrelay/apply/schemacopy"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -51,6 +52,12 @@ type Config struct {
 	VerifyWait time.Duration
 	// TailBinary asks the source for binary column values in tail.
 	TailBinary bool
+	// Schema says what a migration carries besides the tables:
+	// schemacopy.ModeAll (default) or ModeTables (docs/migration.md).
+	Schema string
+	// SchemaGrants carries the privileges granted on what is carried too
+	// (needs Schema all).
+	SchemaGrants bool
 }
 
 // SettingError is one setting Validate refused.
@@ -134,6 +141,11 @@ func (c *Config) Validate() error {
 	oneOf(&c.Snapshot, "snapshot", "auto", "always", "never")
 	oneOf(&c.TwoPhase, "two_phase", "auto", "on", "off")
 	oneOf(&c.Streaming, "streaming", "auto", "on", "off", "parallel")
+	oneOf(&c.Schema, "schema", schemacopy.ModeAll, schemacopy.ModeTables)
+	if c.SchemaGrants && c.Schema == schemacopy.ModeTables {
+		errs = append(errs, &SettingError{Key: "schema_grants", Value: "true",
+			Expected: "false while PGRELAY_SCHEMA=tables: grants are carried with the schema objects (PGRELAY_SCHEMA=all)"})
+	}
 	if c.StatusInterval < 100*time.Millisecond || c.StatusInterval > time.Hour {
 		bad("status_interval", c.StatusInterval.String(), "a duration between 100ms and 1h, e.g. 10s")
 	}

@@ -29,7 +29,6 @@ import (
 
 	"github.com/pgrelay/pgrelay/apply"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
-	"github.com/pgrelay/pgrelay/internal/pgquote"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
@@ -77,6 +76,9 @@ type Relay struct {
 	// Progress, when set, shows the snapshot copy's progress (a terminal).
 	Progress io.Writer
 
+	// finished is the report of the end of the migrate that caught up.
+	finished *sink.CutoverReport
+
 	getenv func(string) (string, bool)          // os.LookupEnv (GOMAXPROCS, see streamProcs)
 	now    func() time.Time                     // time.Now
 	after  func(time.Duration) <-chan time.Time // time.After: a retry's backoff
@@ -108,11 +110,16 @@ func (r *Relay) Replicate(ctx context.Context) error {
 }
 
 // Migrate runs `pgrelay migrate`: copy the tables when the target is not
-// seeded, catch up with the source, stop. It returns the position it caught
-// up to: the target holds every source transaction committed before it. A
-// signal ends it with ErrMigrateInterrupted.
-func (r *Relay) Migrate(ctx context.Context) (source.LSN, error) {
-	return r.run(ctx, true, r.session)
+// seeded, catch up with the source, set the sequences and carry the rest of
+// the schema, stop. It returns where it caught up and its report. A signal
+// ends it with ErrMigrateInterrupted.
+func (r *Relay) Migrate(ctx context.Context) (*Migration, error) {
+	r.finished = nil
+	caughtUp, err := r.run(ctx, true, r.session)
+	if err != nil {
+		return nil, err
+	}
+	return &Migration{CaughtUp: caughtUp, Report: r.finished}, nil
 }
 
 // attempt is one session of a run; migrate's returns where it caught up.
@@ -363,6 +370,9 @@ func (r *Relay) session(ctx context.Context, migrate bool) (caughtUp source.LSN,
 			rl.LocateRelations(namer, log)
 		}
 	}
+	if err := r.carryPreData(ctx, tgt, srcConn); err != nil {
+		return 0, err
+	}
 	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn,
 		repl: conns.takeRepl(), progress: r.Progress, sharedCores: r.sharedCores()}
 	sd.copied = r.ev.copiedTables
@@ -545,10 +555,12 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 		return 0, applyErr
 	}
 	if cu.reached.Load() {
-		if err := r.setSequences(ctx, tgt, srcConn); err != nil {
+		rep, err := r.finishMigration(ctx, tgt, srcConn, cu.target)
+		if err != nil {
 			log.Error("stopped", "durable_lsn", durable.String(), "error", err.Error())
 			return 0, err
 		}
+		r.finished = rep
 		// Every transaction before the marker is durable on the target.
 		log.Info("caught up", "durable_lsn", durable.String(), "marker_lsn", cu.target.String())
 		return cu.target, nil
@@ -774,41 +786,6 @@ func randomToken() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// setSequences ends a migration: pgoutput carries no sequence changes, so
-// the sequences of the published tables' serial and identity columns get the
-// source's values now, read after everything up to the marker was applied (a
-// value read later is never behind the rows). A sequence the role may not
-// read is left out, with a warning naming the GRANT that lets it.
-func (r *Relay) setSequences(ctx context.Context, tgt sink.Sink, srcConn *pgx.Conn) error {
-	setter, ok := tgt.(sink.SequenceSetter)
-	if !ok {
-		return nil
-	}
-	seqs, err := source.ReadSequencesWaiting(ctx, srcConn, r.cfg.Publication, 30*time.Second)
-	if source.IsLockTimeout(err) {
-		return fmt.Errorf("caught up, but the sequences could not be read: %s; once it is released, run pgrelay migrate again to set them: %w", source.LockedHint, err)
-	}
-	if err != nil {
-		return err
-	}
-	var readable []source.Sequence
-	for _, q := range seqs {
-		if !q.Readable {
-			r.log.Warn("sequence not set on the target: the source role may not read it",
-				"sequence", pgquote.Name(q.Schema, q.Name), "fix", q.GrantRead(srcConn.Config().User))
-			continue
-		}
-		readable = append(readable, q)
-	}
-	if err := setter.SetSequences(ctx, readable); err != nil {
-		return err
-	}
-	if len(readable) > 0 {
-		r.log.Info("sequences set", "count", len(readable))
-	}
-	return nil
 }
 
 // checkTarget checks, before anything is created on the source, that the

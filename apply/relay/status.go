@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrelay/pgrelay/apply/schemacopy"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -48,8 +49,11 @@ type StatusReport struct {
 	SnapshotLSN    string        `json:"snapshot_lsn,omitempty"`
 	Tables         []TableStatus `json:"tables"`
 	TablesNote     string        `json:"tables_note,omitempty"` // why Tables may be incomplete
-	Copy           CopyState     `json:"-"`
-	Stored         source.LSN    `json:"-"` // the position the target holds, 0 when none
+	// Cutover says whether the target is ready to switch to (schema.go).
+	Cutover     *schemacopy.Readiness `json:"cutover"`
+	CutoverNote string                `json:"cutover_note,omitempty"`
+	Copy        CopyState             `json:"-"`
+	Stored      source.LSN            `json:"-"` // the position the target holds, 0 when none
 	// SlotClient is the client streaming from the slot (Slot.Active, not
 	// BeingCreated), as pg_stat_replication shows it.
 	SlotClient *source.SlotClient `json:"-"`
@@ -302,6 +306,9 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 	}
 	if rep.Tables == nil {
 		rep.Tables = []TableStatus{}
+	}
+	if err := r.addCutover(ctx, src, tgt, hasMeta, &rep); err != nil {
+		return nil, err
 	}
 	return &rep, nil
 }

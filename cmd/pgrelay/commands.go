@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+
+	"github.com/pgrelay/pgrelay/apply/schemacopy"
 )
 
 func runReplicate(ctx context.Context, e *env, _ []string) error {
@@ -21,11 +23,32 @@ func runMigrate(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer stop()
-	caughtUp, err := e.relay.Migrate(ctx)
+	m, err := e.relay.Migrate(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "caught up: the target holds every source transaction committed before %s\n", caughtUp)
+	fmt.Fprintf(e.stdout, "caught up: the target holds every source transaction committed before %s\n", m.CaughtUp)
+	if m.Report != nil {
+		return schemacopy.Render(e.stdout, m.Report)
+	}
+	return nil
+}
+
+// runSequences is `pgrelay sequences`, the step before an application
+// switches over: stop its writes on the source, let replicate catch up, run
+// this, switch.
+func runSequences(ctx context.Context, e *env, _ []string) error {
+	set, unset, err := e.relay.Sequences(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "sequences: %d set to the source's values\n", set)
+	for _, r := range unset {
+		fmt.Fprintf(e.stdout, "  not set: %s: %s\n", r.Name, r.Reason)
+	}
+	if len(unset) > 0 {
+		return fmt.Errorf("%d sequences could not be set (listed above)", len(unset))
+	}
 	return nil
 }
 

@@ -46,6 +46,8 @@ const (
 	keyVerifyWait     = "verify_wait"
 	keySpillDir       = "spill_dir"
 	keyPubCheck       = "publication_check_interval"
+	keySchema         = "schema"
+	keySchemaGrants   = "schema_grants"
 )
 
 // envName is the environment variable that sets key.
@@ -75,6 +77,7 @@ type Config struct {
 	rawVerifyChunk    string
 	rawVerifyWait     string
 	rawPubCheck       string
+	rawSchemaGrants   string
 }
 
 // need says which settings a command requires to be present.
@@ -218,6 +221,8 @@ var settings = []setting{
 	{keyLagAlert, "", numberSetting, "a size such as 1GB or a duration such as 5m"},
 	{keySlotWALAlert, "80%", numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
 	{keyPreparedAlert, "10m", durationSetting, "a duration, e.g. 10m"},
+	{keySchema, "all", textSetting, "all or tables"},
+	{keySchemaGrants, "false", boolSetting, "true or false"},
 }
 
 // settingIndex is key's place in settings, the order Validate reports bad
@@ -295,7 +300,7 @@ func fileTypeError(path, key string, val any) error {
 }
 
 // scriptVariables are PGRELAY_* variables of the project's scripts and tests
-// (README: The two commands), not settings of the binary.
+// (Makefile, scripts/, integration/), not settings of the binary.
 var scriptVariables = []string{"PGRELAY_CACHE", "PGRELAY_TEST_", "PGRELAY_E2E_", "PGRELAY_BENCH_"}
 
 // unknownSettings lists the PGRELAY_* variables of environ that are not
@@ -355,6 +360,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 			TwoPhase:    v.GetString(keyTwoPhase),
 			Streaming:   v.GetString(keyStreaming),
 			SpillDir:    strings.TrimSpace(v.GetString(keySpillDir)),
+			Schema:      v.GetString(keySchema),
 		},
 		TargetURL:         pgconnstr.SocketHostURL(strings.TrimSpace(v.GetString(keyTargetURL))),
 		LogFormat:         v.GetString(keyLogFormat),
@@ -367,6 +373,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		rawVerifyChunk:    v.GetString(keyVerifyChunk),
 		rawVerifyWait:     v.GetString(keyVerifyWait),
 		rawPubCheck:       v.GetString(keyPubCheck),
+		rawSchemaGrants:   v.GetString(keySchemaGrants),
 		Notify:            notifySettings,
 	}, nil
 }
@@ -449,6 +456,9 @@ func (c *Config) Validate(n need) error {
 	}
 	if c.KeepOrder, err = parseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
 		errs = add(errs, keyKeepOrder, err)
+	}
+	if c.SchemaGrants, err = parseBool(keySchemaGrants, c.rawSchemaGrants); err != nil {
+		errs = add(errs, keySchemaGrants, err)
 	}
 	duration := func(key, raw string) time.Duration {
 		d, err := time.ParseDuration(orDefault(raw, key))

@@ -250,7 +250,7 @@ func TestConfigFileUnknownKey(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_CONFIG", path)
 	_, err := loadValidated(t, needSource)
-	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval, webhook_url, webhook_secret, webhook_format, webhook_repeat, lag_alert, slot_wal_alert, prepared_alert`
+	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval, webhook_url, webhook_secret, webhook_format, webhook_repeat, lag_alert, slot_wal_alert, prepared_alert, schema, schema_grants`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

@@ -65,6 +65,8 @@ var commandTimeouts = map[string]pgconnstr.Timeouts{
 	"teardown": {Connect: pgconnstr.DefaultConnectTimeout, Statement: pgconnstr.DefaultStatementTimeout},
 	"verify":   {Connect: pgconnstr.DefaultConnectTimeout},
 	"tail":     {Connect: pgconnstr.DefaultConnectTimeout},
+	// sequences waits for a connection, not for the locks it takes.
+	"sequences": {Connect: pgconnstr.DefaultConnectTimeout},
 }
 
 // commands lists the implemented subcommands.
@@ -80,7 +82,7 @@ var commands = map[string]command{
 		run:     withEvents(runMigrate),
 	},
 	"status": {
-		summary: "show the slot, the lag, the last applied LSN and each table's copy state (--json)",
+		summary: "show the slot, the lag, the last applied LSN, each table's copy state and whether the target is ready to switch to (--json)",
 		needs:   needSource | needTarget,
 		options: []string{"--json"},
 		run:     runStatus,
@@ -96,6 +98,11 @@ var commands = map[string]command{
 		options:  []string{"--json"},
 		run:      runVerify,
 		failExit: exitUsage, // could not run: 2; differences: 1
+	},
+	"sequences": {
+		summary: "set the target's sequences to the source's current values: the step before an application switches over",
+		needs:   needSource | needTarget,
+		run:     runSequences,
 	},
 	"tail": {
 		summary: "print the decoded change stream as JSON lines, one object per pgoutput message",

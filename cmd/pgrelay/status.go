@@ -7,6 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/pgrelay/pgrelay/apply/schemacopy"
 	"github.com/pgrelay/pgrelay/internal/pgquote"
 )
 
@@ -100,6 +101,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if r.TablesNote != "" {
 		fmt.Fprintf(w, "\nnote: %s\n", r.TablesNote)
 	}
+	_ = schemacopy.RenderStatus(w, r.Cutover, r.CutoverNote) // Flush reports a write error
 	return w.Flush()
 }
 

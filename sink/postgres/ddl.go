@@ -94,7 +94,7 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 	// A column renamed and renamed back on the source since the message was
 	// sent gets its attribute number back from what the table was built to.
 	schema.InferRenamed(prev, t)
-	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) {
+	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) && !schema.LearnsNumbers(prev, t) {
 		delete(s.behind, t.RelationID)
 		return false, nil
 	}
@@ -142,16 +142,59 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 	if err != nil {
 		return false, err
 	}
+	// An attached partition's column changes are its partitioned table's
+	// (partition.go); its locks are every partition's.
+	var part *attachment
+	var siblings []siblingUpdate
+	locks := func(holders string) (bool, error) {
+		return relationLocked(ctx, conn, quotedTable(s.dialect, prev), holders)
+	}
+	if !create {
+		if part, err = s.partition(ctx, conn, t, prev); err != nil {
+			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		}
+	}
 	var more []string
-	if create {
+	switch {
+	case create:
 		more, err = s.dialect.CreateTable(ddlTable)
-	} else {
+	case part != nil && part.detach:
+		// No longer the partitioned table's on the source: not on the
+		// target either, and its change is its own.
+		more, err = s.dialect.AlterTable(prev, ddlTable)
+		more = append([]string{"ALTER TABLE " + part.parent.String() + " DETACH PARTITION " + quotedTable(s.dialect, prev)}, more...)
+		locks = func(holders string) (bool, error) { return treeLocked(ctx, conn, part.root.String(), holders) }
+	case part != nil:
+		pd, _ := s.dialect.(schema.PostgresDialect)
+		more, err = pd.AlterPartition(prev, ddlTable, schema.QualifiedName{Schema: part.root.schema, Name: part.root.name})
+		if err == nil && !schema.SameDefinition(prev, t) {
+			siblings, err = followSiblings(part, prev, t)
+		}
+		locks = func(holders string) (bool, error) { return treeLocked(ctx, conn, part.root.String(), holders) }
+	default:
 		more, err = s.dialect.AlterTable(prev, ddlTable)
 	}
 	if err != nil {
 		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
 	}
 	ddl = append(ddl, more...)
+	if !create {
+		// Views and foreign keys of the target on a column the change drops
+		// or retypes (dependents.go).
+		columns := quotedTable(s.dialect, prev)
+		if part != nil && !part.detach {
+			columns = part.root.String()
+		}
+		w, err := s.dependents(ctx, conn, columns, quotedTable(s.dialect, prev), prev, t)
+		if err != nil {
+			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
+		}
+		if w != nil {
+			s.logger().Info("objects of the target stood in the way of the source's change of the table: dropped before it and made again after it, from the target's definitions (one that cannot be made again is listed as left out in status until the next pgrelay migrate)",
+				"table", qname, "objects", strings.Join(w.names, ", "))
+			ddl = append(append(slices.Clone(w.drop), ddl...), w.block(s.slot, t.QualifiedName()))
+		}
+	}
 	if create {
 		ddl = append(ddl, identityByDefault(qname))
 	}
@@ -213,7 +256,7 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		// PREPARED comes later in the stream, would make the DDL wait for
 		// ever. Left for the table's next Relation message, which the
 		// source sends after that DDL of its own.
-		held, err := heldByPrepared(ctx, conn, quotedTable(s.dialect, prev))
+		held, err := locks("pid IS NULL")
 		if err != nil {
 			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 		}
@@ -229,7 +272,7 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 	delete(s.behind, t.RelationID)
 
 	if apart && s.cur != nil && !create && len(beforeMoves) == 0 && len(afterMoves) == 0 && len(indexDefs) == 0 {
-		done, err := s.alterApart(ctx, conn, t, prev, append(nonEmpty(createSchema), ddl...), def)
+		done, err := s.alterApart(ctx, conn, t, prev, append(nonEmpty(createSchema), ddl...), def, siblings, locks)
 		if done && err == nil {
 			s.located.place(t, placement{})
 		}
@@ -277,6 +320,10 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 	}
 	tx.batch.ExecParams(storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil)
 	tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
+	for _, u := range siblings {
+		tx.batch.ExecParams(storeDefinitionSQL, u.args(), nil, nil, nil)
+		tx.ops = append(tx.ops, op{kind: opDDL, table: qname, detail: qname})
+	}
 	tx.queueMoves(qname, afterMoves)
 	if len(indexDefs) > 0 {
 		// Each under a savepoint: one the target cannot build (an older
@@ -302,7 +349,7 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		if ce := (*sink.ChangeError)(nil); errors.As(err, &ce) && ce.Op != opDDL.String() {
 			return false, &sink.EarlierChangeError{Err: err}
 		}
-		return false, collationHint(err)
+		return false, dependentHint(collationHint(err))
 	}
 	s.logMoves(t, pl)
 	if undo := s.located.place(t, pl); !own {
@@ -338,8 +385,9 @@ const apartLockWait = 5 * time.Second
 // records t's definition in a transaction of its own on the metadata
 // session, once everything the open transaction (s.cur, on conn) queued is
 // on the server and it holds no lock on the table. It reports whether it did.
-func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.Table, stmts []string, def []byte) (bool, error) {
-	qname, prevName := quotedTable(s.dialect, t), quotedTable(s.dialect, prev)
+func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.Table, stmts []string, def []byte,
+	siblings []siblingUpdate, locks func(holders string) (bool, error)) (bool, error) {
+	qname := quotedTable(s.dialect, t)
 	tx := s.cur
 	if err := tx.usable(); err != nil {
 		return false, err
@@ -354,7 +402,7 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 		return false, &sink.EarlierChangeError{Err: err}
 	}
 	if tx.begun {
-		holds, err := relationLocked(ctx, conn, prevName, "pid = pg_catalog.pg_backend_pid()")
+		holds, err := locks("pid = pg_catalog.pg_backend_pid()")
 		if err != nil {
 			return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 		}
@@ -382,8 +430,15 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 					return err
 				}
 			}
-			_, err := pg.ExecParams(ctx, storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil).Close()
-			return err
+			if _, err := pg.ExecParams(ctx, storeDefinitionSQL, s.storeDefinitionArgs(t, def), nil, nil, nil).Close(); err != nil {
+				return err
+			}
+			for _, u := range siblings {
+				if _, err := pg.ExecParams(ctx, storeDefinitionSQL, u.args(), nil, nil, nil).Close(); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if sqlState(err) == "55P03" { // lock_not_available
 			timedOut = true
@@ -395,7 +450,7 @@ func (s *Sink) alterApart(ctx context.Context, conn *pgx.Conn, t, prev *schema.T
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, collationHint(err))
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, dependentHint(collationHint(err)))
 	}
 	s.forget(prev)
 	s.forget(t)

@@ -275,6 +275,17 @@ func (s *Sink) Teardown(ctx context.Context, slot string) error {
 			if err := tx.QueryRow(ctx, "SELECT to_regnamespace('pgrelay') IS NOT NULL").Scan(&exists); err != nil || !exists {
 				return err
 			}
+			// The last migration's report (migration 0008: a target set up
+			// by an older pgrelay lacks it).
+			var cutover bool
+			if err := tx.QueryRow(ctx, "SELECT to_regclass('pgrelay.cutover') IS NOT NULL").Scan(&cutover); err != nil {
+				return err
+			}
+			if cutover {
+				if _, err := tx.Exec(ctx, "DELETE FROM pgrelay.cutover WHERE slot = $1", slot); err != nil {
+					return err
+				}
+			}
 			var others bool
 			err := tx.QueryRow(ctx, `
 				WITH p AS (DELETE FROM pgrelay.progress WHERE slot = $1),

@@ -453,3 +453,32 @@ func TestNoPublishedColumns(t *testing.T) {
 		}
 	}
 }
+
+func TestSequenceBehind(t *testing.T) {
+	const max = 1<<63 - 1
+	for _, c := range []struct {
+		name               string
+		inc, last, srcLast int64
+		called, srcCalled  bool
+		behind             bool
+	}{
+		{"equal", 1, 10, 10, true, true, false},
+		{"target ahead", 1, 11, 10, true, true, false},
+		{"target behind", 1, 9, 10, true, true, true},
+		{"same value, target not called", 1, 10, 10, false, true, true},
+		{"same value, source not called", 1, 10, 10, true, false, false},
+		{"descending, target behind", -1, -5, -9, true, true, true},
+		{"descending, target ahead", -1, -9, -5, true, true, false},
+		{"at the end", 1, max, max, true, true, false},
+	} {
+		if got := sequenceBehind(c.inc, c.last, c.called, c.srcLast, c.srcCalled); got != c.behind {
+			t.Errorf("%s: behind %v, want %v", c.name, got, c.behind)
+		}
+	}
+	if got := nextValue(1<<63-1, true, 1); got != "past its end" {
+		t.Errorf("nextValue at the end: %s", got)
+	}
+	if got := nextValue(5, false, 1) + "," + nextValue(5, true, 2); got != "5,7" {
+		t.Errorf("nextValue: %s", got)
+	}
+}

@@ -79,6 +79,9 @@ var capabilityCases = []struct {
 	{"PreparedCommits", testPreparedCommits},
 	{"PreparedLister", testPreparedLister},
 	{"Sequences", testSequences},
+	{"SchemaCarrier", testSchemaCarrier},
+	{"CutoverRecorder", testCutoverRecorder},
+	{"SequenceChecker", testSequenceChecker},
 }
 
 // target is s with every required capability, or the test fails naming those
