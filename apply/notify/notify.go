@@ -29,6 +29,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // Format is the body format: FormatJSON (the documented object) or
@@ -162,7 +164,6 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 	if n.now == nil {
 		n.now = time.Now
 	}
-	n.env = envelope{slot: cfg.Slot, source: Endpoint(cfg.SourceURL), target: Endpoint(cfg.TargetURL)}
 	n.secrets = append(n.secrets, cfg.Secrets...)
 	n.secrets = append(n.secrets, cfg.Secret, passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL))
 	for i, raw := range cfg.URLs {
@@ -176,6 +177,11 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 	}
 	// The longest first: a secret that contains another is replaced whole.
 	slices.SortFunc(n.secrets, func(a, b string) int { return len(b) - len(a) })
+	// A password pasted into a URL unescaped may be read as a host or a
+	// database: the endpoints are read from the URLs with their secrets
+	// masked the way every reading of them sees, and scrubbed again.
+	n.env = envelope{slot: cfg.Slot, source: n.scrub(Endpoint(redact.ConnString(cfg.SourceURL))),
+		target: n.scrub(Endpoint(redact.ConnString(cfg.TargetURL)))}
 	n.client = newHTTPClient(cfg)
 	// The deliveries outlive the run's context on purpose: the final event of
 	// a run that was signalled to stop must still go out. Close bounds them.

@@ -955,3 +955,27 @@ func TestURLSecrets(t *testing.T) {
 		t.Errorf("a URL without credentials: %q, want none", got)
 	}
 }
+
+// A password pasted into a URL unescaped, which a reading of the URL takes
+// for a host or a database, shows in no envelope.
+func TestEnvelopeHidesPastedPassword(t *testing.T) {
+	rc := &receiver{}
+	srv := startReceiver(t, rc)
+	cfg := testConfig(srv.URL)
+	cfg.SourceURL = "postgres://db1.example:5432/app?user=u&password=Qv15kZw@[::1]:1/jXq@[::1]:1/Pyf&sslmode=disable"
+	cfg.TargetURL = "postgres://u:Zq9@[::2]:7/wQ@db2.example:5432/shop"
+	n := mustNew(t, cfg, nil)
+	n.Emit(Event{Type: ReplicateStarted})
+	closeAll(t, n)
+	got := rc.accepted(t)
+	if len(got) != 1 {
+		t.Fatalf("%d events", len(got))
+	}
+	for _, piece := range []string{"Qv15", "::1]", "jXq@", "Zq9@", "::2]"} {
+		for _, f := range []string{"source", "target"} {
+			if s, _ := got[0][f].(string); strings.Contains(s, piece) {
+				t.Errorf("%s %q shows %q of a password", f, s, piece)
+			}
+		}
+	}
+}
