@@ -9,8 +9,9 @@ ALL_MAJORS := 14,15,16,17,18
 GOTESTFLAGS ?= -race -timeout 20m
 BENCH ?= .
 BENCHFLAGS ?= -benchmem -timeout 60m
-# End-to-end benchmarks (integration/bench_test.go): minutes each, run once;
-# BENCH_E2E='^$$' leaves them out.
+# End-to-end benchmarks (integration/bench_test.go, docs/benchmarks.md): servers
+# at production durability, pgbench -s 20 and -s 100 (about 20 minutes, 1.5 GB
+# of disk per copy), run once; BENCH_E2E='^$$' leaves them out.
 BENCH_E2E ?= ^Benchmark(Drain|Snapshot)$$
 
 comma := ,

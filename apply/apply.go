@@ -788,7 +788,13 @@ func (a *Applier) target(ctx context.Context) (sink.Tx, error) {
 // committed before that (later in the stream) would wait for it for ever.
 func (a *Applier) preparedTx(ctx context.Context, xid uint32) (sink.Tx, error) {
 	if a.prepTx == nil {
-		tx, err := a.sink.Begin(ctx)
+		var tx sink.Tx
+		var err error
+		if pb, ok := a.sink.(sink.PreparedBeginner); ok && a.twoPhase != nil {
+			tx, err = pb.BeginPrepared(ctx, sink.GID(a.cfg.Slot, xid))
+		} else {
+			tx, err = a.sink.Begin(ctx)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", xid, err)
 		}
@@ -892,7 +898,7 @@ type commitWaiter interface {
 // columnFiller is the optional capability of a Catalog to tell what older
 // rows hold in a column (sink.FillResolver).
 type columnFiller interface {
-	ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill string, found, volatile bool, err error)
+	ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill *schema.Value, found, volatile bool, err error)
 }
 
 // factsMatcher is the optional capability of a Catalog to tell whether the
@@ -1399,7 +1405,32 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			lsn     source.LSN
 		}
 		var ddls []ddl
+		synced := map[uint32]bool{}
 		err := buf.each(func(rec *record) error {
+			var changedRelids []uint32
+			switch rec.kind {
+			case recInsert, recUpdate, recDelete:
+				changedRelids = []uint32{rec.relid}
+			case recTruncate:
+				changedRelids = rec.relids
+			}
+			// A table whose Relation message came in a transaction the
+			// target already had (installRelation) is brought up to the
+			// catalog's definition here, before any change (syncRelation
+			// would run its DDL with the target transaction open).
+			for _, id := range changedRelids {
+				if _, seen := versions[id]; seen || !a.unsynced[id] || synced[id] {
+					continue
+				}
+				t, err := a.cat.Table(id)
+				if err != nil {
+					return fmt.Errorf("apply: change at %s: %w", rec.lsn, err)
+				}
+				if !a.inTableCopy(t) {
+					synced[id] = true
+					ddls = append(ddls, ddl{t, nil, rec.lsn})
+				}
+			}
 			if rec.kind != recRelation {
 				return nil
 			}
@@ -1415,7 +1446,11 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, rec.lsn, err)
 			}
 			order = append(order, t)
+			if a.unsynced[rel.RelationID] && !synced[rel.RelationID] {
+				prev, changed = nil, true // as in ensureRelationNow
+			}
 			if changed {
+				synced[rel.RelationID] = true
 				ddls = append(ddls, ddl{t, prev, rec.lsn})
 			}
 			return nil
@@ -1427,6 +1462,9 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			if err := a.ensureTable(ctx, d.lsn, d.t, d.prev, i == 0); err != nil {
 				return 0, nil, err
 			}
+		}
+		for id := range synced {
+			delete(a.unsynced, id)
 		}
 	}
 	rows := 0

@@ -60,6 +60,23 @@ func TestTwoPhaseRestartBeforePrepare(t *testing.T) {
 	h2.noProblems()
 }
 
+// TestTwoPhaseBeginPrepared: a sink that must know at its start that a
+// transaction will be prepared (MySQL's XA START) is told, with the GID;
+// transactions that are not prepared begin as before.
+func TestTwoPhaseBeginPrepared(t *testing.T) {
+	s := applytest.New(0)
+	s.PreparedBegin = true
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x10, rel(1, "v"))
+	h.txn(1, 0x100, "1")
+	h.feed(0x1f0, beginPrepare(7, 0x200), ins(1, "70", "p"), prepare(7, 0x200))
+	h.feed(0x300, commitPrepared(7, 0x300))
+	h.flush()
+	h.expect("setup s1", "prepared-gids pgrelay_s1_", "ensure "+t1+" prev=nil", "begin", "insert public.t1 (1,v1)",
+		"commit 0/108", "begin-prepared "+gid7, "insert public.t1 (70,p)", "prepare "+gid7+" 0/208", "commit-prepared "+gid7+" 0/308")
+	h.noProblems()
+}
+
 // prepared7 is a fake target holding transaction 7 (a row of t1) prepared,
 // and, with laterCommit, transaction 8 committed after it, the stored
 // position past the prepare.
@@ -474,4 +491,29 @@ func TestPreparedFinishedOnSourceOwnDDL(t *testing.T) {
 	h.flush()
 	h.expect("begin", "ensure public.t1(id integer*,v text,added text) prev=nil", "insert public.t1 (80,q,r)", "commit 0/508")
 	h.noProblems()
+}
+
+// TestTwoPhaseRestartPreparedDDLCommits: on a target whose DDL commits
+// implicitly, a restart with transaction 7 prepared there installs the
+// relation 7 sends without touching the target; the next transaction's
+// change to the table, which comes without a Relation message, brings the
+// target table up to date before anything of it is applied, not while its
+// target transaction is open.
+func TestTwoPhaseRestartPreparedDDLCommits(t *testing.T) {
+	s := applytest.New(0)
+	s.NonTransactionalDDL, s.PreparedBegin = true, true
+	h := newHarness(t, testConfig(t), s)
+	h.feed(0x1f0, beginPrepare(7, 0x200), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
+	h.flush()
+	s.Crash()
+
+	h2 := newHarness(t, testConfig(t), s)
+	h2.feed(0x1f0, beginPrepare(7, 0x200), rel(1, "v"), ins(1, "70", "p"), prepare(7, 0x200))
+	h2.txn(9, 0x300, "9")
+	h2.flush()
+	h2.feed(0x400, commitPrepared(7, 0x400))
+	h2.flush()
+	h2.durable(0x408)
+	h2.committed("insert public.t1 (9,v9)", "insert public.t1 (70,p)")
+	h2.noProblems()
 }

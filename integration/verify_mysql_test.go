@@ -1,14 +1,11 @@
 package integration
 
-// verify against a MariaDB target, through a sink.VerifySession written here
-// as sink/mysql would: the comparison of apply/verify, unchanged, finds a
-// PostgreSQL source and a MariaDB table of DESIGN.md's mapping equal, and
-// names the rows that differ.
+// verify against a MariaDB target, through sink/mysql's verify session: the
+// comparison of apply/verify, unchanged, finds a PostgreSQL source and a
+// MariaDB table of DESIGN.md's mapping equal, and names the rows that differ.
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -18,198 +15,10 @@ import (
 
 	"github.com/pgrelay/pgrelay/apply/verify"
 	"github.com/pgrelay/pgrelay/integration/harness"
-	"github.com/pgrelay/pgrelay/schema/canon"
-	"github.com/pgrelay/pgrelay/sink"
-	"github.com/pgrelay/pgrelay/source"
+	"github.com/pgrelay/pgrelay/sink/mysql"
 )
 
-// myVerifySession reads a MariaDB database for verify: columns from
-// information_schema, rows in key order with their values through
-// canon.FromMySQL, key values bound through canon.MySQLArg. It has no
-// pgrelay metadata.
-type myVerifySession struct {
-	db       *sql.DB
-	database string
-}
-
-var _ sink.VerifySession = (*myVerifySession)(nil)
-
 func myQuote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
-
-func (m *myVerifySession) Describe(ctx context.Context, n sink.VerifyName) (*sink.VerifyShape, error) {
-	rows, err := m.db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(COLLATION_NAME, ''), DATA_TYPE
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, n.Schema, n.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	sh := &sink.VerifyShape{Name: n, Identity: 'd'}
-	for rows.Next() {
-		var c sink.VerifyColumn
-		var coll, dataType string
-		if err := rows.Scan(&c.Name, &c.Type, &coll, &dataType); err != nil {
-			return nil, err
-		}
-		switch {
-		case strings.HasSuffix(coll, "_bin"):
-			c.Collation = "libc C" // binary collations order by code point: byte order
-		case coll != "":
-			c.Collation = "mysql " + coll
-		}
-		// A text column orders its values as text, whatever the source type
-		// it holds; the source's Type decides the form (Canon left unknown).
-		switch dataType {
-		case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
-			c.TextOrder = true
-		}
-		sh.Columns = append(sh.Columns, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(sh.Columns) == 0 {
-		return nil, nil
-	}
-	var key []string
-	krows, err := m.db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, n.Schema, n.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer krows.Close()
-	for krows.Next() {
-		var k string
-		if err := krows.Scan(&k); err != nil {
-			return nil, err
-		}
-		key = append(key, k)
-	}
-	sh.Key = key
-	sh.Indexes = [][]string{key}
-	return sh, krows.Err()
-}
-
-// selectExpr reads a column: FLOAT as DOUBLE (its text has 6 digits only).
-func selectExpr(c *sink.VerifyColumn) string {
-	if strings.HasPrefix(c.Type, "float") {
-		return "CAST(" + myQuote(c.Name) + " AS DOUBLE)"
-	}
-	return myQuote(c.Name)
-}
-
-func (m *myVerifySession) Rows(ctx context.Context, t *sink.VerifyTable, r sink.VerifyRange, keys []sink.VerifyKey, row func(key []string, values []canon.Value) error) (source.LSN, error) {
-	if keys != nil && len(keys) == 0 {
-		return 0, nil
-	}
-	var sel, keyCols []string
-	for i := range t.Key {
-		sel = append(sel, selectExpr(&t.Key[i]))
-		keyCols = append(keyCols, myQuote(t.Key[i].Name))
-	}
-	for i := range t.Columns {
-		sel = append(sel, selectExpr(&t.Columns[i]))
-	}
-	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + myQuote(t.Name.Schema) + "." + myQuote(t.Name.Name)
-	var args []any
-	bind := func(k sink.VerifyKey) (string, error) {
-		ps := make([]string, len(k))
-		for i, v := range k {
-			a, err := canon.MySQLArg(t.Key[i].Canon, v)
-			if err != nil {
-				return "", err
-			}
-			args = append(args, a)
-			ps[i] = "?"
-		}
-		return "(" + strings.Join(ps, ", ") + ")", nil
-	}
-	lhs := "(" + strings.Join(keyCols, ", ") + ")"
-	var conds []string
-	switch {
-	case keys != nil:
-		var list []string
-		for _, k := range keys {
-			p, err := bind(k)
-			if err != nil {
-				return 0, err
-			}
-			list = append(list, p)
-		}
-		conds = append(conds, lhs+" IN ("+strings.Join(list, ", ")+")")
-	default:
-		if r.From != nil {
-			p, err := bind(r.From)
-			if err != nil {
-				return 0, err
-			}
-			conds = append(conds, lhs+" > "+p)
-		}
-		if r.To != nil {
-			p, err := bind(r.To)
-			if err != nil {
-				return 0, err
-			}
-			conds = append(conds, lhs+" <= "+p)
-		}
-	}
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	if len(keyCols) > 0 {
-		q += " ORDER BY " + strings.Join(keyCols, ", ")
-	}
-	rows, err := m.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	nk := len(t.Key)
-	vals := make([]any, nk+len(t.Columns))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	key := make([]string, nk)
-	values := make([]canon.Value, len(t.Columns))
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return 0, err
-		}
-		for i, v := range vals {
-			var c *sink.VerifyColumn
-			if i < nk {
-				c = &t.Key[i]
-			} else {
-				c = &t.Columns[i-nk]
-			}
-			cv, err := canon.FromMySQL(c.Canon, v)
-			if err != nil {
-				return 0, errors.New("column " + c.Name + ": " + err.Error())
-			}
-			if i < nk {
-				key[i] = cv.S
-			} else {
-				values[i-nk] = cv
-			}
-		}
-		if err := row(key, values); err != nil {
-			return 0, err
-		}
-	}
-	return 0, rows.Err()
-}
-
-func (m *myVerifySession) Applied(context.Context) (source.LSN, error)  { return 0, nil }
-func (m *myVerifySession) HasMetadata() bool                            { return false }
-func (m *myVerifySession) CopyInProgress(context.Context) (bool, error) { return false, nil }
-func (m *myVerifySession) Close(context.Context) error                  { return nil }
-func (m *myVerifySession) Locate(_ context.Context, src sink.VerifyName, _ uint32) (sink.VerifyName, bool, error) {
-	n := sink.VerifyName{Schema: src.Schema, Name: src.Name}
-	if n.Schema == "public" {
-		n.Schema = m.database
-	}
-	return n, true, nil
-}
 
 // TestVerifyMariaDBTarget: verify.Compare with a PostgreSQL source and a
 // MariaDB target holding the same rows in DESIGN.md's mapping reports them
@@ -256,7 +65,17 @@ func TestVerifyMariaDBTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt := verify.NewTarget(&myVerifySession{db: my.Open(t), database: my.DB})
+	s, err := mysql.New(ctx, my.URL(), mysql.Options{Inspect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	sess, err := s.OpenVerify(ctx, "verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	tgt := verify.NewTarget(sess)
 	tables := []verify.Table{
 		{Source: verify.TableName{Schema: "public", Name: "m"}, Target: verify.TableName{Schema: my.DB, Name: "m"}, Columns: append([]string{"id"}, names...)},
 		{Source: verify.TableName{Schema: "public", Name: "k"}, Target: verify.TableName{Schema: my.DB, Name: "k"}, Columns: []string{"k", "v"}},

@@ -42,3 +42,36 @@ func TestLoadRejects(t *testing.T) {
 		t.Fatalf("load: %+v, %v", ms, err)
 	}
 }
+
+func TestMySQLMigrationsLoad(t *testing.T) {
+	ms, err := MySQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := SplitStatements(ms[0].SQL)
+	for _, table := range []string{"pgrelay_progress", "pgrelay_prepared", "pgrelay_table_state", "pgrelay_seed", "pgrelay_relation"} {
+		found := false
+		for _, s := range stmts {
+			found = found || strings.Contains(s, "CREATE TABLE IF NOT EXISTS "+table+" (")
+		}
+		if !found {
+			t.Errorf("mysql/0001_init.sql does not create %s", table)
+		}
+	}
+	for _, s := range stmts {
+		if strings.HasSuffix(s, ";") || !strings.Contains(s, "CREATE TABLE IF NOT EXISTS") {
+			t.Errorf("statement %q: every statement of 0001 is an idempotent CREATE TABLE, without its semicolon", s)
+		}
+	}
+	if len(stmts) != 5 {
+		t.Errorf("%d statements, want 5", len(stmts))
+	}
+}
+
+func TestSplitStatements(t *testing.T) {
+	got := SplitStatements("-- a comment;\nCREATE TABLE a (x int);\n\n-- b\nCREATE TABLE b (\n  y int -- note;\n);\n-- trailing\n")
+	want := []string{"-- a comment;\nCREATE TABLE a (x int)", "-- b\nCREATE TABLE b (\n  y int -- note;\n)"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("SplitStatements = %q, want %q", got, want)
+	}
+}

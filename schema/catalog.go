@@ -74,13 +74,13 @@ type TableFacts struct {
 type ColumnFacts struct {
 	TypeName        string // format_type(atttypid, atttypmod), qualified for non-built-in types
 	NotNull         bool
-	Default         string // pg_get_expr of the default, "" when none (or generated column)
-	VolatileDefault bool   // the default is not immutable: it cannot be reproduced on a target
-	PortableDefault bool   // see Column.PortableDefault
-	FillValue       string // attmissingval as a typed literal, "" when none (see Column.FillValue)
-	Identity        string // see Column.Identity
-	Collation       string // see Column.Collation
-	KeyPosition     int16  // see Column.KeyPosition
+	Default         SourceExpr // pg_get_expr of the default, "" when none (or generated column)
+	VolatileDefault bool       // the default is not immutable: it cannot be reproduced on a target
+	PortableDefault bool       // see Column.PortableDefault
+	Fill            *Value     // attmissingval, nil when none (see Column.Fill)
+	Identity        string     // see Column.Identity
+	Collation       string     // see Column.Collation
+	KeyPosition     int16      // see Column.KeyPosition
 	TypeOID         uint32
 	Attnum          int16 // attribute number, 0 when unknown
 	// Generated is the expression of a stored generated column, "" for other
@@ -129,7 +129,7 @@ func (c *Catalog) FactsMatch(ctx context.Context, rel *source.Relation) (bool, e
 // ColumnFill returns what the source's rows older than column of the table
 // whose OID is relationID (schema.table when relationID is 0) hold for it, as
 // the source catalog has it now (see sink.FillResolver).
-func (c *Catalog) ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill string, found, volatile bool, err error) {
+func (c *Catalog) ColumnFill(ctx context.Context, relationID uint32, schema, table, column string) (fill *Value, found, volatile bool, err error) {
 	var facts TableFacts
 	if relationID != 0 {
 		facts, err = c.relationFacts(ctx, &source.Relation{RelationID: relationID, Namespace: schema, Name: table})
@@ -137,13 +137,13 @@ func (c *Catalog) ColumnFill(ctx context.Context, relationID uint32, schema, tab
 		err = fmt.Errorf("schema: read source catalog facts of %s.%s: %w", schema, table, err)
 	}
 	if err != nil {
-		return "", false, false, err
+		return nil, false, false, err
 	}
 	f, ok := facts.Columns[column]
 	if !ok {
-		return "", false, false, nil
+		return nil, false, false, nil
 	}
-	return f.FillValue, true, f.FillValue == "" && (f.Default != "" && f.VolatileDefault || f.Identity != ""), nil
+	return f.Fill, true, f.Fill == nil && (f.Default != "" && f.VolatileDefault || f.Identity != ""), nil
 }
 
 // WaitCommitted waits, when the fact reader can, until source transaction xid is
@@ -256,7 +256,10 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 			col.Default = f.Default
 			col.VolatileDefault = f.VolatileDefault
 			col.PortableDefault = f.PortableDefault
-			col.FillValue = f.FillValue
+			if !f.VolatileDefault {
+				col.DefaultValue = ConstantOf(f.Default, f.TypeName)
+			}
+			col.Fill = f.Fill
 			col.Identity = f.Identity
 			col.Collation = f.Collation
 		} else {
@@ -289,7 +292,7 @@ func (c *Catalog) build(ctx context.Context, rel *source.Relation, facts TableFa
 	// list.
 	for name, f := range facts.Columns {
 		if f.TypeOID < FirstUserOID && f.TypeName != "" && t.Column(name) == nil {
-			t.Generated = append(t.Generated, GeneratedColumn{Name: name, TypeName: f.TypeName, Expr: f.Generated, Attnum: f.Attnum})
+			t.Generated = append(t.Generated, GeneratedColumn{Name: name, TypeName: f.TypeName, Expr: SourceExpr(f.Generated), Attnum: f.Attnum})
 		}
 	}
 	sort.Slice(t.Generated, func(i, j int) bool { return t.Generated[i].Attnum < t.Generated[j].Attnum })

@@ -80,6 +80,11 @@ func TestCatalogApplyBuildsTable(t *testing.T) {
 			Default: "nextval('app.users_id_seq'::regclass)", VolatileDefault: true},
 		{Name: "name", TypeOID: 25, TypeMod: -1, TypeName: "text", Attnum: 2, NotNull: true, Default: "'x'::text"},
 	}
+	// The constant default is also a fact other dialects render.
+	if v := tbl.Columns[1].DefaultValue; v == nil || *v != (Value{Text: "x", TypeName: "text"}) {
+		t.Errorf("DefaultValue of name = %+v, want x of type text", v)
+	}
+	tbl.Columns[1].DefaultValue = nil
 	if fmt.Sprint(tbl.Columns) != fmt.Sprint(want) {
 		t.Errorf("columns\n got %+v\nwant %+v", tbl.Columns, want)
 	}

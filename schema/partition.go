@@ -85,7 +85,7 @@ func FollowPartitionChange(prev, t, sib *Table) *Table {
 			sc.TypeOID, sc.TypeMod, sc.TypeName, sc.Type, sc.Collation = c.TypeOID, c.TypeMod, c.TypeName, c.Type, c.Collation
 		}
 		if p.TypeName != c.TypeName {
-			sc.Default, sc.VolatileDefault, sc.PortableDefault = c.Default, c.VolatileDefault, c.PortableDefault
+			sc.Default, sc.DefaultValue, sc.VolatileDefault, sc.PortableDefault = c.Default, c.DefaultValue, c.VolatileDefault, c.PortableDefault
 		}
 		if p.NotNull && !c.NotNull {
 			sc.NotNull = false

@@ -66,7 +66,7 @@ func TestFollowPartitionChange(t *testing.T) {
 	got := FollowPartitionChange(prev, next, sib)
 	var names []string
 	for _, c := range got.Columns {
-		names = append(names, c.Name+" "+c.TypeName+" "+c.Default)
+		names = append(names, c.Name+" "+c.TypeName+" "+string(c.Default))
 	}
 	if want := []string{"id integer ", "a2 bigint 0", "d text 'p2'::text", "c integer 7"}; !slices.Equal(names, want) {
 		t.Fatalf("followed columns %q, want %q", names, want)

@@ -192,13 +192,13 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 				b.WriteString(" COLLATE " + typ.DomainCollation)
 			}
 			if typ.DomainDefault != "" {
-				b.WriteString(" DEFAULT " + typ.DomainDefault)
+				b.WriteString(" DEFAULT " + string(typ.DomainDefault))
 			}
 			if typ.DomainNotNull {
 				b.WriteString(" NOT NULL")
 			}
 			for _, c := range typ.DomainChecks {
-				b.WriteString(" " + c)
+				b.WriteString(" " + string(c))
 			}
 			b.WriteString(";")
 			create = b.String()
@@ -207,7 +207,7 @@ func (d PostgresDialect) CreateTypes(t *Table) []string {
 			// rows come from the source), others are dropped.
 			checks := make([]string, len(typ.DomainChecks))
 			for i, c := range typ.DomainChecks {
-				checks[i] = pgquote.Literal(c)
+				checks[i] = pgquote.Literal(string(c))
 			}
 			list := "ARRAY[" + strings.Join(checks, ", ") + "]::pg_catalog.text[]"
 			def := `'CONSTRAINT "' || pg_catalog.replace(c.conname::pg_catalog.text, '"', '""') || '" ' || pg_catalog.regexp_replace(pg_catalog.pg_get_constraintdef(c.oid), ' NOT VALID$', '')`
@@ -296,7 +296,16 @@ func targetDefault(c *Column) string {
 	if c.VolatileDefault && !c.PortableDefault || c.OmitDefault {
 		return ""
 	}
-	return c.Default
+	return string(c.Default)
+}
+
+// Literal is v as a PostgreSQL literal of its type: NULL, or the text form
+// quoted and cast ('1'::integer).
+func (d PostgresDialect) Literal(v *Value) string {
+	if v == nil || v.Null {
+		return "NULL"
+	}
+	return pgquote.Literal(v.Text) + "::" + v.TypeName
 }
 
 // TargetDefault is the default a PostgreSQL target column gets for c, ""
@@ -316,7 +325,7 @@ func (d PostgresDialect) checkColumn(t *Table, c *Column) error {
 
 // generatedDef is a stored generated column's definition.
 func (d PostgresDialect) generatedDef(g *GeneratedColumn) string {
-	return d.QuoteIdent(g.Name) + " " + g.TypeName + " GENERATED ALWAYS AS (" + g.Expr + ") STORED"
+	return d.QuoteIdent(g.Name) + " " + g.TypeName + " GENERATED ALWAYS AS (" + string(g.Expr) + ") STORED"
 }
 
 // columnDef is a column's definition in CREATE TABLE and ADD COLUMN.
@@ -533,15 +542,20 @@ END`))
 		added := *c
 		added.NotNull = c.Key
 		c = &added
-		if c.FillValue != "" {
+		if c.Fill != nil {
 			// Existing rows get what they hold on the source; then the
 			// column takes the source's current default, if any.
+			lit := d.Literal(c.Fill)
+			if v := c.DefaultValue; v != nil && !v.Null && !c.Fill.Null && v.Text == c.Fill.Text && targetDefault(c) != "" {
+				// The constant default is the fill value: it fills them.
+				lit = targetDefault(c)
+			}
 			fill := *c
-			fill.Default, fill.VolatileDefault, fill.OmitDefault = c.FillValue, false, false
+			fill.Default, fill.VolatileDefault, fill.OmitDefault = SourceExpr(lit), false, false
 			alter("ADD COLUMN IF NOT EXISTS " + d.columnDef(&fill))
 			if dflt := targetDefault(c); dflt == "" {
 				alter("ALTER COLUMN " + d.QuoteIdent(c.Name) + " DROP DEFAULT")
-			} else if dflt != c.FillValue {
+			} else if dflt != lit {
 				alter("ALTER COLUMN " + d.QuoteIdent(c.Name) + " SET DEFAULT " + dflt)
 			}
 			continue

@@ -15,26 +15,63 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // Builders for test tables.
 
 func col(name, typeName string, opts ...func(*Column)) Column {
-	c := Column{Name: name, TypeName: typeName, TypeOID: 25, TypeMod: -1}
+	oid, typmod := testTypeOID(typeName)
+	c := Column{Name: name, TypeName: typeName, TypeOID: oid, TypeMod: typmod}
 	for _, o := range opts {
 		o(&c)
 	}
 	return c
 }
 
+// testTypeOID finds a built-in type's OID and typmod from its name as
+// format_type spells it; text's for a name it does not know.
+func testTypeOID(name string) (uint32, int32) {
+	base, array := strings.CutSuffix(name, "[]")
+	bare := base
+	if open := strings.IndexByte(base, '('); open >= 0 {
+		if close := strings.IndexByte(base, ')'); close > open {
+			bare = strings.TrimSpace(base[:open] + base[close+1:])
+		}
+	}
+	var oid uint32 = 25
+	for o, n := range builtinTypeNames {
+		if n == bare {
+			oid = o
+		}
+	}
+	for o, n := range map[uint32]string{1042: "character", 1043: "character varying", 1700: "numeric", 1083: "time without time zone",
+		1114: "timestamp without time zone", 1184: "timestamp with time zone", 1266: "time with time zone", 1186: "interval",
+		1560: "bit", 1562: "bit varying"} {
+		if n == bare {
+			oid = o
+		}
+	}
+	typmod := baseTypmod(oid, base)
+	if array {
+		for a, e := range builtinArrayElems {
+			if e == oid {
+				return a, typmod
+			}
+		}
+	}
+	return oid, typmod
+}
+
 func key(c *Column)     { c.Key = true; c.NotNull = true }
 func notNull(c *Column) { c.NotNull = true }
 func dflt(expr string) func(*Column) {
-	return func(c *Column) { c.Default = expr }
+	return func(c *Column) { c.Default = SourceExpr(expr); c.DefaultValue = ConstantOf(c.Default, c.TypeName) }
 }
 func volatile(expr string) func(*Column) {
-	return func(c *Column) { c.Default = expr; c.VolatileDefault = true }
+	return func(c *Column) { c.Default = SourceExpr(expr); c.VolatileDefault = true }
 }
 func portable(expr string) func(*Column) {
-	return func(c *Column) { c.Default = expr; c.VolatileDefault = true; c.PortableDefault = true }
+	return func(c *Column) { c.Default = SourceExpr(expr); c.VolatileDefault = true; c.PortableDefault = true }
 }
-func attnum(n int16) func(*Column)  { return func(c *Column) { c.Attnum = n } }
-func fill(lit string) func(*Column) { return func(c *Column) { c.FillValue = lit } }
+func attnum(n int16) func(*Column) { return func(c *Column) { c.Attnum = n } }
+func fill(text string) func(*Column) {
+	return func(c *Column) { c.Fill = &Value{Text: text, TypeName: c.TypeName} }
+}
 func keyAt(pos int16) func(*Column) {
 	return func(c *Column) { c.Key, c.NotNull, c.KeyPosition = true, true, pos }
 }
@@ -53,9 +90,9 @@ var (
 		EnumLabels: []string{"sad", "ok", "happy", "it's \\ odd"}}
 	moodArrayType = &Type{OID: 17002, Namespace: "app", Name: "_mood", Category: CategoryArray, BaseOID: 17001, BaseName: "app.mood"}
 	posintType    = &Type{OID: 17003, Namespace: "app", Name: "posint", Category: CategoryDomain, BaseOID: 23, BaseName: "integer",
-		DomainNotNull: true, DomainDefault: "1", DomainChecks: []string{`CONSTRAINT "posint_check" CHECK ((VALUE > 0))`}}
+		DomainNotNull: true, DomainDefault: "1", DomainChecks: []SourceExpr{`CONSTRAINT "posint_check" CHECK ((VALUE > 0))`}}
 	codeType = &Type{OID: 17004, Namespace: "ref", Name: "code", Category: CategoryDomain, BaseOID: 1043, BaseName: "character varying(8)", DomainCollation: `pg_catalog."C"`,
-		DomainChecks: []string{`CONSTRAINT "code_check" CHECK (((VALUE)::text ~ '^[A-Z]+$'::text))`, `CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1))`}}
+		DomainChecks: []SourceExpr{`CONSTRAINT "code_check" CHECK (((VALUE)::text ~ '^[A-Z]+$'::text))`, `CONSTRAINT "Long ""enough""" CHECK ((length((VALUE)::text) > 1))`}}
 	addressType = &Type{OID: 17005, Namespace: "app", Name: "address", Category: CategoryComposite, BaseOID: 17005,
 		Attributes: []Attribute{
 			{Name: "street", TypeOID: 25, TypeName: "text"},
@@ -164,9 +201,9 @@ func goldenCases() []goldenCase {
 			col("name", "text", notNull, attnum(2)),
 			col("email", "character varying(255)", attnum(3)),
 			col("score", "integer", dflt("0"), attnum(4)),
-			col("status", "text", notNull, fill("'active'::text"), attnum(5)),
-			col("level", "integer", dflt("2"), fill("'1'::integer"), attnum(6)),
-			col("since", "timestamp with time zone", volatile("now()"), fill("'2026-01-01 00:00:00+00'::timestamp with time zone"), attnum(7)),
+			col("status", "text", notNull, fill("active"), attnum(5)),
+			col("level", "integer", dflt("2"), fill("1"), attnum(6)),
+			col("since", "timestamp with time zone", volatile("now()"), fill("2026-01-01 00:00:00+00"), attnum(7)),
 		)},
 		{name: "alter_type_change", prev: usersV1, t: table("public", "users", IdentityDefault,
 			col("id", "bigint", key, attnum(1)),
@@ -518,7 +555,7 @@ func TestPostgresOmitDefault(t *testing.T) {
 	next := table("public", "u", IdentityDefault,
 		col("id", "uuid", key, attnum(1)),
 		col("n", "integer", dflt("pg_catalog.newer(1)"), omit, attnum(2)),
-		col("c", "text", dflt("pg_catalog.casefold('AB'::text)"), fill("'ab'::text"), omit, attnum(3)),
+		col("c", "text", dflt("pg_catalog.casefold('AB'::text)"), fill("ab"), omit, attnum(3)),
 		col("d", "text", dflt("pg_catalog.casefold('CD'::text)"), omit, attnum(4)))
 	stmts, err = Postgres.AlterTable(prev, next)
 	if err != nil {

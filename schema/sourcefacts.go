@@ -125,7 +125,9 @@ func (s *SourceFacts) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) 
 		return fmt.Errorf("schema: %s: begin: %w", what, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // read-only; the error of fn matters
-	setup := `SELECT pg_catalog.set_config('search_path', '', true)`
+	// Literals in printed expressions read the same on every target (and
+	// ConstantOf reads them): a backslash is itself.
+	setup := `SELECT pg_catalog.set_config('search_path', '', true), pg_catalog.set_config('standard_conforming_strings', 'on', true)`
 	if s.serverVersion >= 120000 {
 		// The facts query is long: planning it for its parameters took 2 ms
 		// of the source's time at each call, four times its execution, and
@@ -135,7 +137,7 @@ func (s *SourceFacts) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) 
 		setup += `, pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true)`
 	}
 	if _, err := tx.Exec(ctx, setup); err != nil {
-		return fmt.Errorf("schema: %s: set search_path and plan_cache_mode: %w", what, err)
+		return fmt.Errorf("schema: %s: set search_path, standard_conforming_strings and plan_cache_mode: %w", what, err)
 	}
 	if s.serverVersion == 0 {
 		var v string
@@ -369,11 +371,10 @@ func (s *SourceFacts) readFacts(ctx context.Context, tx pgx.Tx, where string, ar
 	}
 	// attmissingval (11+) holds what rows older than an ADD COLUMN read for
 	// it; arrays of arrays cannot be taken apart this way, so not for arrays.
-	missing := "''"
+	missing := "NULL::pg_catalog.text"
 	if s.serverVersion >= 110000 {
 		missing = `CASE WHEN a.atthasmissing AND a.attndims = 0 AND tt.typcategory <> 'A'
-         THEN pg_catalog.quote_literal((a.attmissingval::text::text[])[1]) || '::' || pg_catalog.format_type(a.atttypid, a.atttypmod)
-         ELSE '' END`
+         THEN (a.attmissingval::text::text[])[1] END`
 	}
 	query := `
 SELECT n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
@@ -414,15 +415,21 @@ ORDER BY n.nspname, c.relname, a.attnum`
 		var (
 			t                                     QualifiedName
 			name, formatted, nsQuoted, nameQuoted string
+			dflt                                  string
+			fill                                  *string
 			userNS                                bool
 			f                                     ColumnFacts
 		)
 		if err := rows.Scan(&t.Schema, &t.Name, &name, &f.Attnum, &f.TypeOID, &formatted, &userNS, &nsQuoted, &nameQuoted,
-			&f.NotNull, &f.Default, &f.VolatileDefault, &f.PortableDefault, &f.FillValue, &f.Identity, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
+			&f.NotNull, &dflt, &f.VolatileDefault, &f.PortableDefault, &fill, &f.Identity, &f.Generated, &f.Collation, &f.KeyPosition); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		f.TypeName = qualifiedTypeName(formatted, userNS, nsQuoted, nameQuoted)
+		f.Default = SourceExpr(dflt)
+		if fill != nil {
+			f.Fill = &Value{Text: *fill, TypeName: f.TypeName}
+		}
 		facts, ok := out[t]
 		if !ok {
 			facts = TableFacts{Columns: map[string]ColumnFacts{}, Types: map[uint32]*Type{}}
@@ -549,7 +556,7 @@ WHERE t.oid = $1`, oid).Scan(&typ.Namespace, &typ.Name, &typtype, &typcategory, 
 		typ.Category = CategoryDomain
 		typ.BaseOID = typbasetype
 		typ.DomainNotNull = typnotnull
-		typ.DomainDefault = domainDefault
+		typ.DomainDefault = SourceExpr(domainDefault)
 		typ.DomainCollation = domainCollation
 		if typ.BaseName, err = formatType(ctx, tx, typbasetype, typtypmod); err != nil {
 			return nil, err
@@ -564,7 +571,7 @@ WHERE contypid = $1 AND contype = 'c' AND convalidated ORDER BY conname`, oid)
 		if err != nil {
 			return nil, fmt.Errorf("read checks of domain %s.%s: %w", typ.Namespace, typ.Name, err)
 		}
-		if typ.DomainChecks, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		if typ.DomainChecks, err = pgx.CollectRows(rows, pgx.RowTo[SourceExpr]); err != nil {
 			return nil, fmt.Errorf("read checks of domain %s.%s: %w", typ.Namespace, typ.Name, err)
 		}
 	case typtype == "c":

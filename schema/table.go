@@ -50,12 +50,15 @@ type Type struct {
 	// source (always quoted) and spelled by pg_get_constraintdef, e.g.
 	// `CONSTRAINT "pos_check" CHECK ((VALUE > 0))`; those added NOT VALID and
 	// not validated since are left out (the source's older values may fail them).
-	// DomainDefault is the domain's default expression, "" when none.
+	// DomainDefault is the domain's default expression, "" when none. Both
+	// are source SQL: only the PostgreSQL dialect renders them (a dialect
+	// that maps a domain to its base type leaves them out).
 	DomainNotNull bool
-	DomainChecks  []string
-	DomainDefault string
+	DomainChecks  []SourceExpr
+	DomainDefault SourceExpr
 	// DomainCollation is a domain's own collation, quoted and
-	// schema-qualified; "" when it is its base type's.
+	// schema-qualified; "" when it is its base type's. A PostgreSQL name:
+	// other dialects map a domain to its base type with their own collation.
 	DomainCollation string `json:",omitempty"`
 	// Attributes are the fields of a composite type, in order.
 	Attributes []Attribute
@@ -75,6 +78,22 @@ type Attribute struct {
 // information_schema) and so may have to be created on the target.
 func (t *Type) UserDefined() bool {
 	return t.Namespace != "pg_catalog" && t.Namespace != "information_schema"
+}
+
+// SourceExpr is an expression in the source's SQL, as PostgreSQL prints it
+// (pg_get_expr or pg_get_constraintdef with an empty search_path, so every
+// name is qualified). Only the PostgreSQL dialect renders it; another dialect
+// refuses it with an error naming what needs it, or leaves it out and says so.
+type SourceExpr string
+
+// Value is a constant of a source type: NULL, or its text form as the type's
+// output function prints it (the form pgoutput sends in text mode). A dialect
+// binds it as a parameter or renders a literal of its own.
+type Value struct {
+	Null bool   `json:",omitempty"`
+	Text string `json:",omitempty"`
+	// TypeName is the value's type as Column.TypeName spells it.
+	TypeName string
 }
 
 // Column is one column of a replicated table.
@@ -101,10 +120,15 @@ type Column struct {
 	NotNull bool
 	// Default is the column default expression as the source prints it
 	// (pg_get_expr with an empty search_path, so every name is qualified), ""
-	// when none. VolatileDefault marks one that cannot be reproduced on the
-	// target: any expression that is not immutable (nextval(), random(), now()).
-	Default         string
+	// when none: source SQL, which only the PostgreSQL dialect renders.
+	// VolatileDefault marks one that cannot be reproduced on the target: any
+	// expression that is not immutable (nextval(), random(), now()).
+	Default         SourceExpr
 	VolatileDefault bool
+	// DefaultValue is Default as a constant of the column's type when it is
+	// one ('x'::text, 42, true, NULL::integer): the fact other dialects
+	// render. nil when there is no default or it is an expression.
+	DefaultValue *Value `json:",omitempty"`
 	// PortableDefault marks a default the target can carry for its own
 	// inserts (after a cutover) although it is not immutable: it calls
 	// built-in functions only (now(), CURRENT_USER, gen_random_uuid()), no
@@ -118,11 +142,11 @@ type Column struct {
 	// an added column fills from it: those still take it. Not part of the
 	// definition: the target's own annotation, never stored.
 	OmitDefault bool `json:"-"`
-	// FillValue is the value the rows that existed when the column was added
-	// hold, as a typed SQL literal (pg_attribute.attmissingval, PostgreSQL 11+);
-	// "" when unknown. It, not the current default, fills existing target rows
-	// when the column is added there: the default may have changed since.
-	FillValue string
+	// Fill is the value the rows that existed when the column was added
+	// hold (pg_attribute.attmissingval, PostgreSQL 11+), of the column's type;
+	// nil when unknown. It, not the current default, fills existing target
+	// rows when the column is added there: the default may have changed since.
+	Fill *Value `json:",omitempty"`
 	// Identity is "ALWAYS" or "BY DEFAULT" for an identity column (GENERATED
 	// … AS IDENTITY), "" otherwise. Like a nextval() default, its sequence
 	// gave the rows that existed when it was added values of their own. Not
@@ -131,7 +155,8 @@ type Column struct {
 	Identity string `json:",omitempty"`
 	// Collation is the column's own collation, quoted and schema-qualified
 	// ("pg_catalog"."C"), when it is not its type's (COLLATE in the column's
-	// definition); "" otherwise.
+	// definition); "" otherwise. A PostgreSQL name: other dialects give
+	// every text column their own binary collation.
 	Collation string `json:",omitempty"`
 	// KeyPosition is a key column's position in the source's key index
 	// (primary key or replica identity index), from 1; 0 when unknown.
@@ -142,9 +167,10 @@ type Column struct {
 type GeneratedColumn struct {
 	Name     string
 	TypeName string
-	// Expr is pg_get_expr of the generation expression; "" when unknown (see
-	// Catalog.build): such an entry creates nothing and keeps what exists.
-	Expr   string
+	// Expr is pg_get_expr of the generation expression (source SQL); ""
+	// when unknown (see Catalog.build): such an entry creates nothing and
+	// keeps what exists.
+	Expr   SourceExpr
 	Attnum int16
 }
 

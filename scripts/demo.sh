@@ -10,6 +10,10 @@
 #      prepared transaction held prepared on the target, a new column) until
 #      SIGTERM; source and target are compared; `pgrelay status` reports and
 #      `pgrelay verify` compares them again, chunk by chunk.
+#   4. The same sample database goes into a throwaway MariaDB (started like
+#      PostgreSQL, as an unprivileged user: "mysql" when run as root) through
+#      a mysql:// target URL: migrate (LOAD DATA), replicate with a prepared
+#      transaction held as an XA transaction, status, verify.
 # Everything is stopped and removed on exit. Needs no stdin.
 set -euo pipefail
 
@@ -45,6 +49,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/pgrelay-demo.XXXXXX")
 chmod 755 "$WORK"
 TAIL_PID=
 REPL_PID=
+MY_PID=
 cleanup() {
 	set +e
 	for pid in $TAIL_PID $REPL_PID; do
@@ -55,6 +60,14 @@ cleanup() {
 	done
 	if [[ -f $WORK/data/postmaster.pid ]]; then
 		as_pg "$PGBIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1
+	fi
+	if [[ -n $MY_PID ]] && kill -0 "$MY_PID" 2>/dev/null; then
+		kill -TERM "$MY_PID"
+		for _ in $(seq 1 100); do
+			kill -0 "$MY_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$MY_PID" 2>/dev/null
 	fi
 	rm -rf "$WORK"
 }
@@ -221,4 +234,121 @@ say "pgrelay verify: every published table, source vs target, in key-range chunk
 vstatus=0
 bin/pgrelay verify </dev/null || vstatus=$?
 [[ $vstatus -eq 0 ]] || die "pgrelay verify exited with $vstatus"
-say "demo done: source and target are equal; cleaning up"
+
+# ---------------------------------------------------------------------------
+# The same source into MariaDB: a mysql:// target URL.
+MYSERVER=$(scripts/install-mariadb.sh | sed -n 's/^mariadb: //p')
+[[ -x $MYSERVER ]] || die "no MariaDB server found (scripts/install-mariadb.sh)"
+MYINSTALL=$(command -v mariadb-install-db || command -v mysql_install_db || true)
+MYCLI=$(command -v mariadb || command -v mysql || true)
+[[ -n $MYINSTALL && -n $MYCLI ]] || die "mariadb-install-db or the mariadb client not found; install mariadb-server and mariadb-client"
+# mariadbd runs as an unprivileged user too: "mysql" (the package's) as root.
+if [[ $(id -u) -eq 0 ]]; then
+	id mysql >/dev/null 2>&1 || die "running as root needs an OS user named mysql to run MariaDB"
+	as_my() { runuser -u mysql -- "$@"; }
+else
+	as_my() { "$@"; }
+fi
+mkdir "$WORK/mariadb"
+[[ $(id -u) -eq 0 ]] && chown mysql: "$WORK/mariadb"
+
+say "creating a MariaDB data directory in $WORK/mariadb"
+as_my "$MYINSTALL" --no-defaults --datadir="$WORK/mariadb/data" --auth-root-authentication-method=normal \
+	--skip-test-db --skip-name-resolve >"$WORK/mariadb-install.log" 2>&1 ||
+	{ cat "$WORK/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
+MYSOCK=$WORK/mariadb/mysqld.sock
+my() { "$MYCLI" --no-defaults -S "$MYSOCK" -u root -N -B -e "$1" </dev/null; }
+MYPORT=
+for _ in $(seq 1 10); do
+	p=$((20000 + RANDOM % 12000))
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		continue
+	fi
+	# What pgrelay needs of a target: durable commits (the default) and
+	# LOAD DATA LOCAL INFILE for the copy.
+	as_my "$MYSERVER" --no-defaults --datadir="$WORK/mariadb/data" --port="$p" --bind-address=127.0.0.1 \
+		--socket="$MYSOCK" --pid-file="$WORK/mariadb/mariadbd.pid" --tmpdir="$WORK/mariadb" --skip-name-resolve \
+		--character-set-server=utf8mb4 --innodb-flush-log-at-trx-commit=1 --local-infile=1 \
+		>"$WORK/mariadb/server.log" 2>&1 </dev/null &
+	MY_PID=$!
+	for _ in $(seq 1 300); do
+		my "SELECT 1" >/dev/null 2>&1 && break
+		kill -0 "$MY_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if my "SELECT 1" >/dev/null 2>&1; then
+		MYPORT=$p
+		break
+	fi
+	kill -KILL "$MY_PID" 2>/dev/null
+	wait "$MY_PID" 2>/dev/null || true
+	MY_PID=
+	grep -qE "Address already in use|Can't start server: Bind" "$WORK/mariadb/server.log" ||
+		{ cat "$WORK/mariadb/server.log" >&2; die "MariaDB did not start"; }
+done
+[[ -n $MYPORT ]] || { cat "$WORK/mariadb/server.log" >&2; die "no free port found on 127.0.0.1 for MariaDB in 10 tries"; }
+say "started $(my "SELECT VERSION()") on 127.0.0.1:$MYPORT"
+my "CREATE DATABASE replica CHARACTER SET utf8mb4; CREATE USER 'demo'@'%' IDENTIFIED BY 'demo-pw'; GRANT ALL ON replica.* TO 'demo'@'%'"
+export PGRELAY_TARGET_URL="mysql://demo:demo-pw@127.0.0.1:$MYPORT/replica" PGRELAY_SLOT=demo_my_slot
+echo "PGRELAY_TARGET_URL=mysql://demo:…@127.0.0.1:$MYPORT/replica" >&2
+myq() { my "USE replica; $1"; }
+
+say "running: pgrelay migrate into MariaDB (LOAD DATA LOCAL INFILE, then catch up)"
+bin/pgrelay migrate </dev/null
+bin/pgrelay status </dev/null
+
+say "running: pgrelay replicate into MariaDB in the background"
+bin/pgrelay replicate >"$WORK/my-replicate.out" 2>"$WORK/my-replicate.log" </dev/null &
+REPL_PID=$!
+for _ in $(seq 1 300); do
+	grep -q 'msg=streaming' "$WORK/my-replicate.log" && break
+	kill -0 "$REPL_PID" 2>/dev/null || { cat "$WORK/my-replicate.log" >&2; die "pgrelay replicate exited"; }
+	sleep 0.1
+done
+my_wait_for() { # my_wait_for SQL-on-MariaDB expected
+	for _ in $(seq 1 300); do
+		[[ $(myq "$1" 2>/dev/null) == "$2" ]] && return 0
+		sleep 0.1
+	done
+	cat "$WORK/my-replicate.log" >&2
+	die "timed out waiting on MariaDB for: $1 = $2"
+}
+
+say "changing the source while pgrelay replicate runs"
+sql "UPDATE invoices SET amount = amount * 2, note = 'doubled' WHERE customer_id BETWEEN 200 AND 300"
+sql "BEGIN; DELETE FROM invoices WHERE customer_id > 9990; DELETE FROM customers WHERE id > 9990; COMMIT"
+sql "BEGIN; UPDATE customers SET vip = true, tier = 'pro' WHERE id = 7; INSERT INTO invoices VALUES (100002, 7, 123.45, false, 'xa'); PREPARE TRANSACTION 'deal_7'"
+for _ in $(seq 1 300); do
+	[[ $(my "XA RECOVER" | grep -c 'pgrelay_demo_my_slot_') -eq 1 ]] && break
+	sleep 0.1
+done
+echo "MariaDB holds the prepared transaction as an XA transaction (XA RECOVER):" >&2
+my "XA RECOVER" >&2
+sql "COMMIT PREPARED 'deal_7'"
+sql "ALTER TABLE invoices ADD COLUMN currency text NOT NULL DEFAULT 'EUR'"
+sql "UPDATE invoices SET currency = 'USD' WHERE id % 3 = 0"
+want=$("$PSQL" -X -Atq "$URL" -c "SELECT count(*) FROM invoices WHERE currency = 'USD'" </dev/null)
+my_wait_for "SELECT COUNT(*) FROM invoices WHERE currency = 'USD'" "$want"
+my_wait_for "SELECT COUNT(*) FROM invoices WHERE id = 100002" 1
+
+say "comparing source and MariaDB: rows, sums"
+for q in "SELECT count(*) FROM customers" "SELECT count(*) FROM invoices" "SELECT sum(amount) FROM invoices" "SELECT count(*) FROM customers WHERE vip" "SELECT count(*) FROM orders"; do
+	a=$("$PSQL" -X -Atq "$URL" -c "$q" </dev/null)
+	b=$(myq "$q")
+	printf '  %-45s source: %-12s MariaDB: %s\n' "$q" "$a" "$b" >&2
+	[[ $a == "$b" ]] || die "$q differs between source and MariaDB"
+done
+
+say "stopping pgrelay replicate (SIGTERM)"
+kill -TERM "$REPL_PID"
+status=0
+wait "$REPL_PID" || status=$?
+REPL_PID=
+tail -n 2 "$WORK/my-replicate.log" >&2
+[[ $status -eq 0 ]] || { cat "$WORK/my-replicate.log" >&2; die "pgrelay replicate exited with $status"; }
+bin/pgrelay status </dev/null
+say "pgrelay verify: PostgreSQL source vs MariaDB target, values in one canonical form"
+vstatus=0
+bin/pgrelay verify </dev/null || vstatus=$?
+[[ $vstatus -eq 0 ]] || die "pgrelay verify exited with $vstatus"
+say "demo done: source, PostgreSQL target and MariaDB target are equal; cleaning up"

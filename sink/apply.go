@@ -42,6 +42,17 @@ type TwoPhase interface {
 	PreparedGIDs(ctx context.Context, prefix string) ([]string, error)
 }
 
+// PreparedBeginner is the capability of a TwoPhase sink that must know, when
+// a transaction begins, that it will be prepared: MySQL prepares only XA
+// transactions, which begin with XA START. apply begins the target
+// transaction of every prepared source transaction with it when the sink has
+// it, and with Begin otherwise.
+type PreparedBeginner interface {
+	// BeginPrepared starts a target transaction to be prepared under gid
+	// (TwoPhase.Prepare); it may still be committed with Commit.
+	BeginPrepared(ctx context.Context, gid string) (Tx, error)
+}
+
 // PreparedCommits is the capability to tell that a prepared transaction was
 // committed on the target (COMMIT PREPARED done) while the stored position
 // still lies before its prepare: a crash between the two. apply then skips the
@@ -69,11 +80,12 @@ type PreparedFills interface {
 
 // FillResolver returns the fill value of column of the source table whose OID
 // is relationID (schema.table when relationID is 0: the table as the
-// Relation message named it) as the source catalog has it now: a typed SQL
-// literal, or "" when rows older than the column hold NULL. found is false when
-// the source no longer has the column. volatile reports a default that is not
-// immutable, which gave each older row a value of its own that cannot be known.
-type FillResolver func(ctx context.Context, relationID uint32, schema, table, column string) (fill string, found, volatile bool, err error)
+// Relation message named it) as the source catalog has it now: a value of the
+// column's type, or nil when rows older than the column hold NULL. found is
+// false when the source no longer has the column. volatile reports a default
+// that is not immutable, which gave each older row a value of its own that
+// cannot be known.
+type FillResolver func(ctx context.Context, relationID uint32, schema, table, column string) (fill *schema.Value, found, volatile bool, err error)
 
 // DDLCommits is the capability to say that the target's DDL commits the open
 // transaction implicitly (MySQL, MariaDB). When DDLCommits returns true, apply
@@ -159,6 +171,10 @@ type Stats struct {
 	// for many rows), SetRows the rows they changed.
 	SetStatements int64
 	SetRows       int64
+	// UnfitNulled counts values the target cannot hold that were stored as
+	// NULL instead, each one logged (a MySQL target with
+	// PGRELAY_MYSQL_UNFIT=null).
+	UnfitNulled int64
 }
 
 // StatsReporter is the capability to count what the sink sent, for /metrics.

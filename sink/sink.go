@@ -39,6 +39,7 @@
 //	AsyncCommitter       no        each group commit waits for its outcome
 //	TwoPhase             no        prepared transactions apply at COMMIT PREPARED
 //	PrepareChecker       no        a TwoPhase sink is taken to be able to prepare
+//	PreparedBeginner     no        a prepared transaction begins with Begin
 //	PreparedCommits      no        a crash between COMMIT PREPARED and its position
 //	                               leaves apply unable to tell: it stops
 //	PreparedFills        no        a column a prepared transaction added keeps what

@@ -32,6 +32,10 @@ type Sink struct {
 	// Async makes CommitAsync hold a commit's outcome until Settle, as a sink
 	// whose commit is still on the wire does; otherwise CommitAsync is Commit.
 	Async bool
+	// PreparedBegin makes BeginPrepared log "begin-prepared gid" (a MySQL-like
+	// target, whose prepared transactions begin as XA transactions);
+	// otherwise it is Begin.
+	PreparedBegin bool
 
 	mu        sync.Mutex
 	calls     []string
@@ -189,14 +193,24 @@ func (s *Sink) EnsureTable(_ context.Context, t, prev *schema.Table) error {
 	return nil
 }
 
-func (s *Sink) Begin(context.Context) (sink.Tx, error) {
+func (s *Sink) Begin(context.Context) (sink.Tx, error) { return s.begin("begin") }
+
+// BeginPrepared implements sink.PreparedBeginner (see PreparedBegin).
+func (s *Sink) BeginPrepared(_ context.Context, gid string) (sink.Tx, error) {
+	if s.PreparedBegin {
+		return s.begin("begin-prepared " + gid)
+	}
+	return s.begin("begin")
+}
+
+func (s *Sink) begin(call string) (sink.Tx, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.open) > 0 {
 		// Real sinks hold one session: one transaction at a time.
 		s.problems = append(s.problems, "Begin with a transaction open")
 	}
-	if err := s.logLocked("begin"); err != nil {
+	if err := s.logLocked(call); err != nil {
 		return nil, err
 	}
 	tx := &Tx{s: s, epoch: s.epoch}

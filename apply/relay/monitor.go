@@ -52,6 +52,7 @@ func (m *Monitor) sessionEnded(err error) {
 		m.base.Statements += st.Statements
 		m.base.CopyRuns += st.CopyRuns
 		m.base.CopyRows += st.CopyRows
+		m.base.UnfitNulled += st.UnfitNulled
 		m.sink = nil
 	}
 	m.mu.Unlock()
@@ -85,6 +86,7 @@ func (m *Monitor) SinkStats() sink.Stats {
 		b.Statements += st.Statements
 		b.CopyRuns += st.CopyRuns
 		b.CopyRows += st.CopyRows
+		b.UnfitNulled += st.UnfitNulled
 	}
 	return b
 }
@@ -162,5 +164,6 @@ func (m *Monitor) Collectors() []prometheus.Collector {
 	counter("target_batches_total", "Round trips of pipelined statements to the target.", func() float64 { return float64(m.SinkStats().Batches) })
 	counter("target_statements_total", "Statements sent to the target.", func() float64 { return float64(m.SinkStats().Statements) })
 	counter("target_copy_rows_total", "Rows sent to the target through COPY.", func() float64 { return float64(m.SinkStats().CopyRows) })
+	counter("target_unfit_nulled_total", "Values the target cannot hold stored as NULL instead (PGRELAY_MYSQL_UNFIT=null), each one logged.", func() float64 { return float64(m.SinkStats().UnfitNulled) })
 	return out
 }

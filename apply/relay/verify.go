@@ -67,7 +67,15 @@ func (r *Relay) Verify(ctx context.Context) (*verify.Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The target's own name for it (a MySQL target maps schema public
+		// to its database), which a table renamed on the source lacks.
+		mapped := name
 		if target != name {
+			if mapped, _, err = tgt.Locate(ctx, name, 0); err != nil {
+				return nil, err
+			}
+		}
+		if target != mapped {
 			r.log.Info("the target table still has the name the source table had before it was renamed: pgrelay renames it with the next change to it",
 				"table", pgquote.Name(name.Schema, name.Name), "target_table", pgquote.Name(target.Schema, target.Name))
 		}

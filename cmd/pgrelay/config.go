@@ -46,6 +46,7 @@ const (
 	keyVerifyWait     = "verify_wait"
 	keySpillDir       = "spill_dir"
 	keyPubCheck       = "publication_check_interval"
+	keyMySQLUnfit     = "mysql_unfit"
 	keySchema         = "schema"
 	keySchemaGrants   = "schema_grants"
 )
@@ -65,6 +66,10 @@ type Config struct {
 	// KeepOrder applies each target transaction's changes in source order
 	// instead of table by table (PGRELAY_KEEP_ORDER), a sink option.
 	KeepOrder bool
+	// MySQLUnfit is what a MySQL target does with a value its column cannot
+	// hold (NaN, an infinite date, …): "error" stops apply naming it, "null"
+	// stores NULL, logged and counted (PGRELAY_MYSQL_UNFIT), a sink option.
+	MySQLUnfit string
 	// Notify holds the webhook and alert settings (config_notify.go).
 	Notify notify.Settings
 
@@ -214,6 +219,7 @@ var settings = []setting{
 	{keyVerifyWait, "30s", durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
 	{keySpillDir, "", textSetting, "a directory path"},
 	{keyPubCheck, "1m", durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
+	{keyMySQLUnfit, "error", textSetting, "error or null"},
 	{keyWebhookURL, "", listSetting, "http(s) URLs, as a comma list or a list of strings"},
 	{keyWebhookSecret, "", textSetting, "the HMAC key the webhook signature is made with"},
 	{keyWebhookFormat, "json", textSetting, "json or slack"},
@@ -366,6 +372,7 @@ func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
 		LogFormat:         v.GetString(keyLogFormat),
 		LogLevel:          v.GetString(keyLogLevel),
 		MetricsAddr:       strings.TrimSpace(v.GetString(keyMetricsAddr)),
+		MySQLUnfit:        v.GetString(keyMySQLUnfit),
 		rawStatusInterval: v.GetString(keyStatusInterval),
 		rawTailBinary:     v.GetString(keyTailBinary),
 		rawCopyWorkers:    v.GetString(keyCopyWorkers),
@@ -424,6 +431,7 @@ func (c *Config) Validate(n need) error {
 	}
 	def(&c.LogFormat, keyLogFormat)
 	def(&c.LogLevel, keyLogLevel)
+	def(&c.MySQLUnfit, keyMySQLUnfit)
 
 	if c.SourceURL != "" {
 		if err := checkSourceURL(c.SourceURL); err != nil {
@@ -442,6 +450,9 @@ func (c *Config) Validate(n need) error {
 	}
 	if err := oneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
 		errs = add(errs, keyLogLevel, err)
+	}
+	if err := oneOf(keyMySQLUnfit, c.MySQLUnfit, "error", "null"); err != nil {
+		errs = add(errs, keyMySQLUnfit, err)
 	}
 	if c.MetricsAddr != "" {
 		host, port, err := net.SplitHostPort(c.MetricsAddr)

@@ -51,7 +51,7 @@ func TestConfigDefaults(t *testing.T) {
 		got.Snapshot != want.Snapshot || got.TwoPhase != want.TwoPhase || got.Streaming != want.Streaming ||
 		got.LogFormat != want.LogFormat || got.LogLevel != want.LogLevel || got.StatusInterval != want.StatusInterval ||
 		got.TargetURL != "" || got.MetricsAddr != "" || len(got.Tables) != 0 || got.TailBinary || got.KeepOrder ||
-		got.VerifyChunkRows != 0 || got.VerifyWait != 30*time.Second || got.PublicationCheck != time.Minute {
+		got.VerifyChunkRows != 0 || got.VerifyWait != 30*time.Second || got.PublicationCheck != time.Minute || got.MySQLUnfit != "error" {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -76,6 +76,7 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("PGRELAY_VERIFY_CHUNK_ROWS", "2500")
 	t.Setenv("PGRELAY_VERIFY_WAIT", "0s")
 	t.Setenv("PGRELAY_PUBLICATION_CHECK_INTERVAL", "0s")
+	t.Setenv("PGRELAY_MYSQL_UNFIT", "NULL")
 	cfg, err := loadValidated(t, needSource|needTarget)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestConfigFromEnv(t *testing.T) {
 		cfg.Snapshot != "never" || cfg.TwoPhase != "off" || cfg.Streaming != "parallel" ||
 		cfg.LogFormat != "json" || cfg.LogLevel != "debug" || cfg.MetricsAddr != ":9187" ||
 		cfg.StatusInterval != 2*time.Second || !cfg.TailBinary || cfg.CopyWorkers != 6 || !cfg.KeepOrder ||
-		cfg.VerifyChunkRows != 2500 || cfg.VerifyWait != 0 || cfg.PublicationCheck != 0 {
+		cfg.VerifyChunkRows != 2500 || cfg.VerifyWait != 0 || cfg.PublicationCheck != 0 || cfg.MySQLUnfit != "null" {
 		t.Fatalf("got %+v", cfg)
 	}
 }
@@ -134,6 +135,8 @@ func TestConfigErrors(t *testing.T) {
 			`PGRELAY_TAIL_BINARY="maybe": expected true or false`},
 		{"keep order", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_KEEP_ORDER": "sometimes"}, needSource,
 			`PGRELAY_KEEP_ORDER="sometimes": expected true or false`},
+		{"mysql unfit", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_MYSQL_UNFIT": "zero"}, needSource,
+			`PGRELAY_MYSQL_UNFIT="zero": expected error or null`},
 		{"copy workers", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_COPY_WORKERS": "-1"}, needSource,
 			`PGRELAY_COPY_WORKERS="-1": expected a number of workers from 0 (one per CPU) to 256`},
 		{"verify chunk rows", map[string]string{"PGRELAY_SOURCE_URL": src, "PGRELAY_VERIFY_CHUNK_ROWS": "many"}, needSource,
@@ -250,7 +253,7 @@ func TestConfigFileUnknownKey(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_CONFIG", path)
 	_, err := loadValidated(t, needSource)
-	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval, webhook_url, webhook_secret, webhook_format, webhook_repeat, lag_alert, slot_wal_alert, prepared_alert, schema, schema_grants`
+	want := `config file ` + path + ` has unknown setting "sorce_url"; known settings are source_url, target_url, slot, publication, tables, snapshot, two_phase, streaming, log_format, log_level, metrics_addr, status_interval, tail_binary, copy_workers, keep_order, verify_chunk_rows, verify_wait, spill_dir, publication_check_interval, mysql_unfit, webhook_url, webhook_secret, webhook_format, webhook_repeat, lag_alert, slot_wal_alert, prepared_alert, schema, schema_grants`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
@@ -352,18 +355,19 @@ func TestRunUsage(t *testing.T) {
 	}
 }
 
-// A MySQL target is a valid setting but not built yet: the commands that need
-// a target refuse it as a usage error before touching any server.
-func TestRunRefusesMySQLTarget(t *testing.T) {
+// A mysql:// target the MySQL sink cannot take (a parameter it does not
+// know) is a usage error before any server is touched, naming the parameter
+// and without the password.
+func TestRunRefusesMySQLTargetURL(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("PGRELAY_SOURCE_URL", "postgres://u:pw@127.0.0.1:1/db")
-	t.Setenv("PGRELAY_TARGET_URL", "mysql://u:pw@127.0.0.1:1/db")
+	t.Setenv("PGRELAY_TARGET_URL", "mysql://u:Hunter2Secret@127.0.0.1:1/db?parseTime=true")
 	for _, cmd := range []string{"migrate", "replicate", "status", "teardown"} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), []string{cmd}, os.LookupEnv, &stdout, &stderr)
-		want := "pgrelay: PGRELAY_TARGET_URL: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)\n"
-		if code != exitUsage || stderr.String() != want {
-			t.Errorf("%s: exit %d, stderr %q; want %d, %q", cmd, code, stderr.String(), exitUsage, want)
+		if code != exitUsage || !strings.HasPrefix(stderr.String(), "pgrelay: PGRELAY_TARGET_URL: sink/mysql: target URL parameter parseTime is not one pgrelay takes (it takes ") ||
+			strings.Contains(stderr.String(), "Hunter2") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want %d and one line naming parseTime", cmd, code, stderr.String(), exitUsage)
 		}
 	}
 }

@@ -190,16 +190,16 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	red := newRedactor(lookupEnv, cfg)
 	var target relay.Target
-	if err == nil {
-		cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
-		cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
-		if cmd.needs&needTarget != 0 {
-			target, err = targetFor(cfg)
-		}
-	}
 	e := &env{cfg: cfg, red: red, stdout: stdout, stderr: stderr}
 	if err == nil {
 		e.log = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, red)
+		cfg.SourceURL = pgconnstr.WithTimeouts(cfg.SourceURL, commandTimeouts[name])
+		cfg.TargetURL = pgconnstr.WithTimeouts(cfg.TargetURL, commandTimeouts[name])
+		if cmd.needs&needTarget != 0 {
+			target, err = targetFor(cfg, e.log)
+		}
+	}
+	if err == nil {
 		e.relay, err = relay.New(cfg.Config, target, e.log)
 	}
 	if err != nil {

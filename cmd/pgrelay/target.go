@@ -7,21 +7,36 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/sink"
+	"github.com/pgrelay/pgrelay/sink/mysql"
 	"github.com/pgrelay/pgrelay/sink/postgres"
 )
 
 // targetFor returns the target cfg.TargetURL names: mysql:// a MySQL or
 // MariaDB one, postgres://, postgresql:// or key=value settings a PostgreSQL
-// one. Its error is the settings' (exit 2).
-func targetFor(cfg *Config) (relay.Target, error) {
+// one. Its error is the settings' (exit 2). The sinks log to log.
+func targetFor(cfg *Config, log *slog.Logger) (relay.Target, error) {
 	url := cfg.TargetURL
 	if strings.HasPrefix(strings.ToLower(url), "mysql://") {
-		return relay.Target{}, fmt.Errorf("%s: MySQL/MariaDB targets are not supported by this build yet: use a PostgreSQL target (postgres://user@host:5432/db)", envName(keyTargetURL))
+		// A URL the sink cannot take is a setting's error, said at once.
+		local, err := mysql.OnThisMachine(url)
+		if err != nil {
+			return relay.Target{}, fmt.Errorf("%s: %w", envName(keyTargetURL), err)
+		}
+		// The source's stream carries values in text form: a MySQL target
+		// converts them from PostgreSQL's text (the relay never asks
+		// pgoutput for binary values).
+		return relay.Target{
+			Open: func(ctx context.Context, mode relay.OpenMode) (sink.Target, error) {
+				return mysql.New(ctx, url, mysql.Options{Logger: log, UnfitAsNull: cfg.MySQLUnfit == "null", KeepOrder: cfg.KeepOrder, Inspect: mode == relay.ForInspection})
+			},
+			Local: local,
+		}, nil
 	}
 	return relay.Target{
 		Open: func(ctx context.Context, mode relay.OpenMode) (sink.Target, error) {

@@ -118,6 +118,21 @@ func TestWithSettingRejectsBadName(t *testing.T) {
 	}
 }
 
+// TestProductionDurability checks that the option's settings win over the
+// harness's fsync and full_page_writes off and its small
+// logical_decoding_work_mem.
+func TestProductionDurability(t *testing.T) {
+	pg := Postgres(t, Majors()[0], ProductionDurability())
+	for name, want := range map[string]string{"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on", "logical_decoding_work_mem": "64MB"} {
+		if got := pg.QueryString(t, "SELECT pg_catalog.current_setting($1)", name); got != want {
+			t.Errorf("%s = %s, want %s", name, got, want)
+		}
+	}
+	if !pg.dedicated {
+		t.Error("ProductionDurability gave a shared server")
+	}
+}
+
 const childEnvVar = "PGRELAY_HARNESS_TEST_CHILD"
 
 // TestServersDieWithTestBinary kills a test binary that has a server running

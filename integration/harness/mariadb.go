@@ -27,8 +27,9 @@ type MY struct {
 	User     string
 	Password string
 
-	mu sync.Mutex
-	db *sql.DB // for Exec and QueryString; opened on first use
+	mu  sync.Mutex
+	db  *sql.DB // for Exec and QueryString; opened on first use
+	srv *myServer
 }
 
 // MariaDB returns a ready, fresh database on the MariaDB server shared by the
@@ -51,7 +52,7 @@ func MariaDB(t testing.TB) *MY {
 	if _, err := srv.root.ExecContext(ctx, "CREATE DATABASE "+mysqlIdent(db)+" CHARACTER SET utf8mb4"); err != nil {
 		t.Fatalf("harness: create database %s on MariaDB: %v", db, err)
 	}
-	m := &MY{Host: "127.0.0.1", Port: srv.port, DB: db, User: testUser, Password: srv.password}
+	m := &MY{Host: "127.0.0.1", Port: srv.port, DB: db, User: testUser, Password: srv.password, srv: srv}
 	t.Cleanup(m.close)
 	return m
 }
@@ -143,6 +144,19 @@ func (m *MY) QueryString(t testing.TB, query string, args ...any) string {
 		t.Fatalf("harness: query on MariaDB database %s: %v\nSQL: %s", m.DB, err, query)
 	}
 	return string(first)
+}
+
+// SetReadOnly turns the server's read_only on or off, as root: User may not
+// write past it (it lacks READ_ONLY ADMIN). read_only is the server's, so a
+// test that turns it on must not run beside other tests of the server, and
+// turns it off before it ends.
+func (m *MY) SetReadOnly(t testing.TB, on bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := m.srv.root.ExecContext(ctx, fmt.Sprintf("SET GLOBAL read_only = %t", on)); err != nil {
+		t.Fatalf("harness: set MariaDB read_only = %t: %v", on, err)
+	}
 }
 
 // handle is the shared *sql.DB of Exec and QueryString, with multiStatements
@@ -327,6 +341,8 @@ func newMariaDBServer() (*myServer, error) {
 	for _, stmt := range []string{
 		"CREATE USER " + sqlLiteral(testUser, true) + "@'%' IDENTIFIED BY " + sqlLiteral(s.password, true),
 		"GRANT ALL PRIVILEGES ON *.* TO " + sqlLiteral(testUser, true) + "@'%' WITH GRANT OPTION",
+		// As pgrelay's users: a read_only server refuses its writes.
+		"REVOKE READ_ONLY ADMIN ON *.* FROM " + sqlLiteral(testUser, true) + "@'%'",
 	} {
 		if _, err := s.root.ExecContext(ctx, stmt); err != nil {
 			s.shutdown()

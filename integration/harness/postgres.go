@@ -84,6 +84,22 @@ func WithEncoding(enc string) PGOption {
 	}
 }
 
+// ProductionDurability gives the test a dedicated server that makes every
+// commit durable as a production server does, over the harness's fsync and
+// full_page_writes off: fsync = on, full_page_writes = on, synchronous_commit
+// = on, and logical_decoding_work_mem at PostgreSQL's default (64MB) instead
+// of the harness's 64kB, which makes the tests' transactions spill and
+// stream. Benchmarks use it: with fsync off a load's cost in WAL and data
+// writes never reaches the disk, and the comparison is not the one users see.
+func ProductionDurability() PGOption {
+	return func(o *pgOptions) {
+		o.dedicated = true
+		o.settings = append(o.settings,
+			setting{"fsync", "on"}, setting{"full_page_writes", "on"},
+			setting{"synchronous_commit", "on"}, setting{"logical_decoding_work_mem", "64MB"})
+	}
+}
+
 // Dedicated gives the test a server of its own, which it may Stop, Start,
 // Restart and Crash. The server is removed when the test ends.
 func Dedicated() PGOption {

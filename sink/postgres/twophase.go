@@ -237,9 +237,9 @@ func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) (
 			return nil, fmt.Errorf("fill value of column %q of %s.%s: %w", d.column, d.sschema, d.stable, err)
 		}
 		switch {
-		case !found || fill == "" && !volatile:
+		case !found || fill == nil && !volatile:
 			continue
-		case fill == "":
+		case fill == nil:
 			return nil, fmt.Errorf("column %q of %s.%s was added with a default that is not immutable (or as an identity column), inside a prepared transaction: the source's older rows hold values it gave there, which cannot be known; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew: %w",
 				d.column, d.sschema, d.stable, schema.ErrVolatileDefault)
 		}
@@ -248,7 +248,7 @@ func (s *Sink) fillStatements(ctx context.Context, conn *pgx.Conn, gid string) (
 		from = append(from, `(SELECT xmin AS x, cmin::text::bigint AS c FROM pgrelay.prepared_fill WHERE gid = $1 AND target_schema = `+
 			pgquote.Literal(d.tschema)+` AND target_table = `+pgquote.Literal(d.ttable)+` AND column_name = `+pgquote.Literal(d.column)+`) `+f)
 		older := fmt.Sprintf("t.%s IS NULL AND (pg_catalog.age(t.xmin) > pg_catalog.age(%[2]s.x) OR t.xmin = %[2]s.x AND t.cmin::text::bigint < %[2]s.c)", col, f)
-		set = append(set, fmt.Sprintf("%s = CASE WHEN %s THEN %s ELSE t.%s END", col, older, fill, col))
+		set = append(set, fmt.Sprintf("%s = CASE WHEN %s THEN %s ELSE t.%s END", col, older, schema.PostgresDialect{}.Literal(fill), col))
 		where = append(where, "("+older+")")
 	}
 	flush(prevTable)

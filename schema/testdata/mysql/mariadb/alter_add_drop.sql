@@ -1,0 +1,21 @@
+-- create (previous version)
+CREATE DATABASE IF NOT EXISTS `target_db` CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin;
+
+CREATE TABLE IF NOT EXISTS `target_db`.`users` (
+	`id` INT NOT NULL,
+	`name` LONGTEXT NOT NULL,
+	`email` VARCHAR(255),
+	`score` INT DEFAULT 0,
+	PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+
+-- alter
+-- when column email exists
+ALTER TABLE `target_db`.`users` DROP COLUMN `email`;
+
+-- when column nickname is missing
+ALTER TABLE `target_db`.`users` ADD COLUMN `nickname` LONGTEXT COLLATE utf8mb4_nopad_bin DEFAULT 'anon';
+
+-- when column visits is missing
+ALTER TABLE `target_db`.`users` ADD COLUMN `visits` BIGINT;
+

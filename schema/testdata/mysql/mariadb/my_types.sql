@@ -1,0 +1,42 @@
+-- create
+CREATE DATABASE IF NOT EXISTS `target_db` CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin;
+
+CREATE TABLE IF NOT EXISTS `target_db`.`types` (
+	`id` BIGINT NOT NULL,
+	`b` TINYINT(1),
+	`i2` SMALLINT,
+	`i4` INT,
+	`o` INT UNSIGNED,
+	`f4` FLOAT,
+	`f8` DOUBLE,
+	`n` DECIMAL(65,30),
+	`n12_4` DECIMAL(12,4),
+	`n_neg` DECIMAL(5,0),
+	`n_huge` LONGTEXT,
+	`t` LONGTEXT,
+	`vc` VARCHAR(20),
+	`vc_long` TEXT,
+	`vc_any` LONGTEXT,
+	`ch` CHAR(3),
+	`ch_long` TEXT,
+	`by` LONGBLOB,
+	`d` DATE,
+	`tm` TIME(6),
+	`tm3` TIME(3),
+	`ts` DATETIME(6),
+	`tstz` DATETIME(0),
+	`u` CHAR(36),
+	`j` JSON,
+	`jb` JSON,
+	`ia` JSON,
+	`ta` JSON,
+	`ip` VARCHAR(43),
+	`mac` VARCHAR(17),
+	`iv` LONGTEXT,
+	`x` LONGTEXT,
+	`bits` VARCHAR(16),
+	`nm` VARCHAR(63),
+	`ttz` LONGTEXT,
+	PRIMARY KEY (`id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+
