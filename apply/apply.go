@@ -61,7 +61,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/pgrelay/pgrelay/schema"
@@ -133,24 +132,10 @@ type Applier struct {
 	now        func() time.Time
 
 	started   bool
-	skipBelow source.LSN    // P: the stored position read at Start
-	durable   atomic.Uint64 // the position last stored on the target
-	applied   sink.Progress // the end of the last source transaction applied (in the group or durable)
+	skipBelow source.LSN // P: the stored position read at Start
 	failed    error
-	// durableTime is the source commit time stored with durable (UnixNano;
-	// 0: none), for a lag reading off the apply path.
-	durableTime atomic.Int64
 
-	// The group: the open target transaction of plain and streamed transactions.
-	tx         sink.Tx
-	groupStart time.Time
-	groupTxns  int
-	groupRows  int
-	groupMsgs  []pendingMessage
-	// async commits groups without waiting (sink.AsyncCommitter); the commit
-	// sent last is outstanding until settle.
-	async       sink.AsyncCommitter
-	outstanding *outstandingCommit
+	group groupCommit
 
 	cur *txn
 	// txnLSN is the commit (or prepare) LSN of the source transaction whose
@@ -183,8 +168,7 @@ type Applier struct {
 	// viaRoot caches Config.PublishedViaRoot per source relation id.
 	viaRoot map[uint32]bool
 
-	spool         *spool
-	lastIdleStore time.Time
+	spool *spool
 }
 
 // New returns an Applier for the sink s. It validates cfg (filling in defaults).
@@ -226,7 +210,7 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		}
 	}
 	if ac, ok := s.(sink.AsyncCommitter); ok {
-		a.async = ac
+		a.group.async = ac
 	}
 	return a, nil
 }
@@ -247,10 +231,10 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 		return 0, fmt.Errorf("apply: read stored progress: %w", err)
 	}
 	a.skipBelow = p.LSN
-	a.durable.Store(uint64(p.LSN))
-	a.storeDurableTime(p.CommitTime)
-	a.applied = p
-	a.applied.Slot = a.cfg.Slot
+	a.group.durable.Store(uint64(p.LSN))
+	a.group.storeDurableTime(p.CommitTime)
+	a.group.applied = p
+	a.group.applied.Slot = a.cfg.Slot
 	if n, err := removeStaleSpillDirs(a.cfg.SpillDir, a.cfg.Slot); err != nil {
 		a.log.Warn("could not remove stale spill files", "err", err)
 	} else if n > 0 {
@@ -271,7 +255,7 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 		}
 	}
 	a.started = true
-	a.lastIdleStore = a.now()
+	a.group.lastIdleStore = a.now()
 	return p.LSN, nil
 }
 
@@ -358,15 +342,15 @@ func (a *Applier) rollback(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var errs []error
-	if a.tx != nil {
-		errs = append(errs, a.tx.Rollback(rctx))
-		a.tx = nil
+	if a.group.tx != nil {
+		errs = append(errs, a.group.tx.Rollback(rctx))
+		a.group.tx = nil
 	}
 	if a.prepTx != nil {
 		errs = append(errs, a.prepTx.Rollback(rctx))
 		a.prepTx = nil
 	}
-	a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
+	a.group.txns, a.group.rows, a.group.msgs = 0, 0, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("apply: rollback: %w", err)
 	}

@@ -5,11 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
+
+// groupCommit is the group: the open target transaction that plain and
+// streamed source transactions share (see Groups in the package doc), the
+// commit of the last one while it is outstanding, and the positions the
+// group's commits store.
+type groupCommit struct {
+	tx    sink.Tx // nil between groups
+	start time.Time
+	txns  int              // source transactions in tx
+	rows  int              // their changes
+	msgs  []pendingMessage // their transactional logical messages, delivered once durable
+	// async commits groups without waiting (sink.AsyncCommitter); the commit
+	// sent last is outstanding until settle.
+	async       sink.AsyncCommitter
+	outstanding *outstandingCommit
+
+	applied sink.Progress // the end of the last source transaction applied (in the group or durable)
+	durable atomic.Uint64 // the position last stored on the target
+	// durableTime is the source commit time stored with durable (UnixNano;
+	// 0: none), for a lag reading off the apply path.
+	durableTime   atomic.Int64
+	lastIdleStore time.Time // when idle last stored a position
+}
 
 // outstandingCommit is a group commit sent but not known durable yet.
 type outstandingCommit struct {
@@ -25,34 +49,34 @@ type pendingMessage struct {
 
 // Durable returns the highest LSN durably stored on the target: what may be
 // acknowledged to the source. It never decreases.
-func (a *Applier) Durable() source.LSN { return source.LSN(a.durable.Load()) }
+func (a *Applier) Durable() source.LSN { return source.LSN(a.group.durable.Load()) }
 
 // DurableCommitTime is the source commit time stored with Durable: of the
 // last source transaction applied, or when the applier last stored an idle
 // position (the source idle, everything applied). Zero when none is stored.
 func (a *Applier) DurableCommitTime() time.Time {
-	if ns := a.durableTime.Load(); ns != 0 {
+	if ns := a.group.durableTime.Load(); ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}
 }
 
-func (a *Applier) storeDurableTime(t time.Time) {
+func (g *groupCommit) storeDurableTime(t time.Time) {
 	if !t.IsZero() {
-		a.durableTime.Store(t.UnixNano())
+		g.durableTime.Store(t.UnixNano())
 	}
 }
 
 // setDurable counts p durable: its LSN and commit time, the LSN never
 // moving back.
-func (a *Applier) setDurable(p sink.Progress) {
+func (g *groupCommit) setDurable(p sink.Progress) {
 	for {
-		cur := a.durable.Load()
+		cur := g.durable.Load()
 		if uint64(p.LSN) <= cur {
 			return
 		}
-		if a.durable.CompareAndSwap(cur, uint64(p.LSN)) {
-			a.storeDurableTime(p.CommitTime)
+		if g.durable.CompareAndSwap(cur, uint64(p.LSN)) {
+			g.storeDurableTime(p.CommitTime)
 			return
 		}
 	}
@@ -91,15 +115,15 @@ func (a *Applier) Flush(ctx context.Context) error {
 
 // settle waits for the outstanding group commit and counts it durable.
 func (a *Applier) settle(ctx context.Context) error {
-	oc := a.outstanding
+	oc := a.group.outstanding
 	if oc == nil {
 		return nil
 	}
-	a.outstanding = nil
-	if err := a.async.Settle(ctx); err != nil {
+	a.group.outstanding = nil
+	if err := a.group.async.Settle(ctx); err != nil {
 		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(oc.txns), oc.p.LSN, err)
 	}
-	a.setDurable(oc.p)
+	a.group.setDurable(oc.p)
 	return a.deliver(ctx, oc.msgs)
 }
 
@@ -130,16 +154,16 @@ func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error
 		return err
 	}
 	if !a.started || a.cur != nil || a.streaming || len(a.streams) > 0 || len(a.prepared) > 0 ||
-		len(a.targetPrepared) > 0 || a.groupTxns > 0 {
+		len(a.targetPrepared) > 0 || a.group.txns > 0 {
 		return nil
 	}
-	if walEnd <= a.Durable() || walEnd <= a.applied.LSN || !force && a.now().Sub(a.lastIdleStore) < a.cfg.IdleProgressInterval {
+	if walEnd <= a.Durable() || walEnd <= a.group.applied.LSN || !force && a.now().Sub(a.group.lastIdleStore) < a.cfg.IdleProgressInterval {
 		return nil
 	}
-	a.lastIdleStore = a.now()
+	a.group.lastIdleStore = a.now()
 	// Every transaction that committed before walEnd is applied: the target
 	// is current as of now, which status measures its lag in seconds from.
-	a.applied = sink.Progress{Slot: a.cfg.Slot, LSN: walEnd, CommitTime: a.now()}
+	a.group.applied = sink.Progress{Slot: a.cfg.Slot, LSN: walEnd, CommitTime: a.now()}
 	return a.Flush(ctx)
 }
 
@@ -149,7 +173,7 @@ func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error
 // count durable, so that the durable position reported and acknowledged is
 // the one the target holds, not the one before it.
 func (a *Applier) settleBeforeFail(ctx context.Context) {
-	if a.outstanding == nil {
+	if a.group.outstanding == nil {
 		return
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -167,15 +191,15 @@ func (a *Applier) inGroupTxn() bool {
 
 // groupTx returns the group's target transaction, beginning it when needed.
 func (a *Applier) groupTx(ctx context.Context) (sink.Tx, error) {
-	if a.tx == nil {
+	if a.group.tx == nil {
 		tx, err := a.sink.Begin(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("apply: begin target transaction: %w", err)
 		}
-		a.tx = tx
-		a.groupStart = a.now()
+		a.group.tx = tx
+		a.group.start = a.now()
 	}
-	return a.tx, nil
+	return a.group.tx, nil
 }
 
 // finishTxn records that a source transaction has been applied to the group and
@@ -184,15 +208,15 @@ func (a *Applier) finishTxn(ctx context.Context, rows int, p sink.Progress, msgs
 	if _, err := a.groupTx(ctx); err != nil {
 		return err
 	}
-	a.groupTxns++
-	a.groupRows += rows
-	if p.LSN > a.applied.LSN {
-		a.applied = p
+	a.group.txns++
+	a.group.rows += rows
+	if p.LSN > a.group.applied.LSN {
+		a.group.applied = p
 	}
 	for _, m := range msgs {
-		a.groupMsgs = append(a.groupMsgs, pendingMessage{m, p.LSN})
+		a.group.msgs = append(a.group.msgs, pendingMessage{m, p.LSN})
 	}
-	if a.groupRows >= a.cfg.GroupMaxRows || a.now().Sub(a.groupStart) >= a.cfg.GroupMaxDelay {
+	if a.group.rows >= a.cfg.GroupMaxRows || a.now().Sub(a.group.start) >= a.cfg.GroupMaxDelay {
 		// The group is full: its commit may be outstanding while the next
 		// group is received (sink.AsyncCommitter).
 		return a.commitGroupOr(ctx, false)
@@ -221,14 +245,14 @@ func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 	if err := a.settle(ctx); err != nil {
 		return err
 	}
-	if a.groupTxns == 0 && (!storeApplied || a.applied.LSN <= a.Durable()) {
-		if a.tx != nil {
+	if a.group.txns == 0 && (!storeApplied || a.group.applied.LSN <= a.Durable()) {
+		if a.group.tx != nil {
 			// Only DDL ran in it (a Relation outside any transaction).
-			tx := a.tx
-			if err := tx.Commit(ctx, sink.Progress{Slot: a.cfg.Slot, LSN: a.Durable(), CommitTime: a.applied.CommitTime}); err != nil {
+			tx := a.group.tx
+			if err := tx.Commit(ctx, sink.Progress{Slot: a.cfg.Slot, LSN: a.Durable(), CommitTime: a.group.applied.CommitTime}); err != nil {
 				return fmt.Errorf("apply: commit at %s: %w", a.Durable(), err)
 			}
-			a.tx = nil
+			a.group.tx = nil
 		}
 		return nil
 	}
@@ -236,23 +260,23 @@ func (a *Applier) commitGroupOr(ctx context.Context, storeApplied bool) error {
 	if err != nil {
 		return err
 	}
-	p := a.applied
-	if atx, ok := tx.(sink.AsyncTx); ok && a.async != nil {
+	p := a.group.applied
+	if atx, ok := tx.(sink.AsyncTx); ok && a.group.async != nil {
 		if err := atx.CommitAsync(ctx, p); err != nil {
-			return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.groupTxns), p.LSN, err)
+			return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.group.txns), p.LSN, err)
 		}
-		a.tx = nil
-		a.outstanding = &outstandingCommit{p: p, txns: a.groupTxns, msgs: a.groupMsgs}
-		a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
+		a.group.tx = nil
+		a.group.outstanding = &outstandingCommit{p: p, txns: a.group.txns, msgs: a.group.msgs}
+		a.group.txns, a.group.rows, a.group.msgs = 0, 0, nil
 		return nil
 	}
 	if err := tx.Commit(ctx, p); err != nil {
-		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.groupTxns), p.LSN, err)
+		return fmt.Errorf("apply: commit of %s up to %s: %w", sourceTxns(a.group.txns), p.LSN, err)
 	}
-	a.tx = nil
-	a.setDurable(p)
-	msgs := a.groupMsgs
-	a.groupTxns, a.groupRows, a.groupMsgs = 0, 0, nil
+	a.group.tx = nil
+	a.group.setDurable(p)
+	msgs := a.group.msgs
+	a.group.txns, a.group.rows, a.group.msgs = 0, 0, nil
 	return a.deliver(ctx, msgs)
 }
 

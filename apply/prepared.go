@@ -160,8 +160,8 @@ func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint3
 	// Prepared is durable on the target, and once the stored position passes
 	// it the source sends only the Commit Prepared: the position may move past
 	// it with the next commit.
-	if p.LSN > a.applied.LSN {
-		a.applied = p
+	if p.LSN > a.group.applied.LSN {
+		a.group.applied = p
 	}
 	return nil
 }
@@ -387,9 +387,9 @@ func (a *Applier) finishOnTarget(ctx context.Context, lsn source.LSN, gid string
 		return fmt.Errorf("apply: %s prepared transaction %q at %s: %w", verb, gid, lsn, err)
 	}
 	delete(a.targetPrepared, gid)
-	if p.LSN > a.applied.LSN {
-		a.applied = p
+	if p.LSN > a.group.applied.LSN {
+		a.group.applied = p
 	}
-	a.setDurable(p)
+	a.group.setDurable(p)
 	return nil
 }

@@ -291,7 +291,7 @@ func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *sche
 			return err
 		}
 	}
-	if a.ddlCommits && (a.tx != nil || a.prepTx != nil) {
+	if a.ddlCommits && (a.group.tx != nil || a.prepTx != nil) {
 		return fmt.Errorf("apply: internal error: DDL for %s with a target transaction open", t.QualifiedName())
 	}
 	if err := a.sink.EnsureTable(ctx, t, prev); err != nil {

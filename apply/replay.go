@@ -128,7 +128,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 // applyBuffered applies a buffered transaction as one source transaction of the
 // group, keeping a large one out of a non-empty group.
 func (a *Applier) applyBuffered(ctx context.Context, buf *txnBuffer, p sink.Progress) error {
-	if a.groupTxns > 0 && a.groupRows+buf.changes > a.cfg.GroupMaxRows {
+	if a.group.txns > 0 && a.group.rows+buf.changes > a.cfg.GroupMaxRows {
 		if err := a.commitGroup(ctx); err != nil {
 			return err
 		}
