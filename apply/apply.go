@@ -148,10 +148,8 @@ type Applier struct {
 	fills          sink.PreparedFills // nil unless prepared transactions are applied as prepared
 	prepTx         sink.Tx            // the own target transaction of a prepared transaction being applied
 
-	streaming bool
-	streamXid uint32
-	streams   map[uint32]*txnBuffer
-	relSeen   map[uint32]relationSeen // see ensureRelation
+	streams streamedTxns
+	relSeen map[uint32]relationSeen // see ensureRelation
 	// waited is the source transaction (xid, and txnLSN to tell a reused
 	// xid apart) WaitCommitted last returned for: ended, it stays ended.
 	waited struct {
@@ -189,7 +187,7 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		cat:            cat,
 		log:            log.With("component", "apply", "slot", cfg.Slot),
 		now:            time.Now,
-		streams:        make(map[uint32]*txnBuffer),
+		streams:        streamedTxns{bufs: make(map[uint32]*txnBuffer)},
 		relSeen:        make(map[uint32]relationSeen),
 		unsynced:       make(map[uint32]bool),
 		prepared:       make(map[uint32]*preparedTxn),
@@ -286,7 +284,7 @@ func (a *Applier) Close(ctx context.Context) error {
 	}
 	errs = append(errs, a.rollback(ctx))
 	a.cur = nil
-	a.streams = map[uint32]*txnBuffer{}
+	a.streams.bufs = map[uint32]*txnBuffer{}
 	a.prepared = map[uint32]*preparedTxn{}
 	errs = append(errs, a.spool.close())
 	if a.failed == nil {
@@ -390,11 +388,7 @@ func (a *Applier) handle(ctx context.Context, lsn source.LSN, msg source.Message
 	case *source.StreamStart:
 		return a.streamStart(lsn, m)
 	case *source.StreamStop:
-		if !a.streaming {
-			return protoErr(lsn, "Stream Stop without Stream Start")
-		}
-		a.streaming = false
-		return nil
+		return a.streamStop(lsn)
 	case *source.StreamCommit:
 		return a.streamCommit(ctx, lsn, m)
 	case *source.StreamAbort:
@@ -419,8 +413,8 @@ func (a *Applier) handle(ctx context.Context, lsn source.LSN, msg source.Message
 // outside checks that no transaction or stream chunk is open, for messages that
 // start or finish one.
 func (a *Applier) outside(lsn source.LSN, what string) error {
-	if a.streaming {
-		return protoErr(lsn, "%s inside the chunk of streamed transaction %d (no Stream Stop)", what, a.streamXid)
+	if a.streams.inChunk {
+		return protoErr(lsn, "%s inside the chunk of streamed transaction %d (no Stream Stop)", what, a.streams.xid)
 	}
 	if a.cur != nil {
 		return protoErr(lsn, "%s inside transaction %d (no Commit or Prepare)", what, a.cur.xid)

@@ -34,7 +34,7 @@ func (a *Applier) begin(ctx context.Context, lsn source.LSN, m *source.Begin) er
 
 func (a *Applier) commit(ctx context.Context, lsn source.LSN, m *source.Commit) error {
 	t := a.cur
-	if a.streaming || t == nil || t.kind != kindPlain {
+	if a.streams.inChunk || t == nil || t.kind != kindPlain {
 		return protoErr(lsn, "Commit without Begin")
 	}
 	if m.CommitLSN != t.beginLSN {
@@ -67,17 +67,17 @@ func (a *Applier) change(ctx context.Context, lsn source.LSN, msg source.Message
 	var buf *txnBuffer
 	var subxid uint32
 	switch {
-	case a.streaming:
-		buf = a.streams[a.streamXid]
+	case a.streams.inChunk:
+		buf = a.streams.chunk()
 		switch m := msg.(type) {
 		case *source.Insert:
-			subxid = a.subxid(m.Xid)
+			subxid = a.streams.subxid(m.Xid)
 		case *source.Update:
-			subxid = a.subxid(m.Xid)
+			subxid = a.streams.subxid(m.Xid)
 		case *source.Delete:
-			subxid = a.subxid(m.Xid)
+			subxid = a.streams.subxid(m.Xid)
 		case *source.Truncate:
-			subxid = a.subxid(m.Xid)
+			subxid = a.streams.subxid(m.Xid)
 		}
 	case a.cur == nil:
 		return protoErr(lsn, "%s outside a transaction", messageName(msg))

@@ -153,7 +153,7 @@ func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error
 	if err := a.Flush(ctx); err != nil {
 		return err
 	}
-	if !a.started || a.cur != nil || a.streaming || len(a.streams) > 0 || len(a.prepared) > 0 ||
+	if !a.started || a.cur != nil || a.streams.inChunk || len(a.streams.bufs) > 0 || len(a.prepared) > 0 ||
 		len(a.targetPrepared) > 0 || a.group.txns > 0 {
 		return nil
 	}
@@ -327,8 +327,8 @@ func (a *Applier) logicalMessage(ctx context.Context, lsn source.LSN, m *source.
 		return a.deliver(ctx, []pendingMessage{{cloneMessage(m), m.LSN}})
 	}
 	switch {
-	case a.streaming:
-		return a.streams[a.streamXid].addMessage(m, a.subxid(m.Xid), lsn)
+	case a.streams.inChunk:
+		return a.streams.chunk().addMessage(m, a.streams.subxid(m.Xid), lsn)
 	case a.cur == nil:
 		return protoErr(lsn, "transactional logical message %q outside a transaction", m.Prefix)
 	case a.cur.skip:

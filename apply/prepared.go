@@ -170,11 +170,11 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 	if err := a.outside(lsn, "Stream Prepare"); err != nil {
 		return err
 	}
-	buf := a.streams[m.Xid]
+	buf := a.streams.bufs[m.Xid]
 	if buf == nil {
 		return protoErr(lsn, "Stream Prepare for transaction %d, which never streamed", m.Xid)
 	}
-	delete(a.streams, m.Xid)
+	delete(a.streams.bufs, m.Xid)
 	gid := sink.GID(a.cfg.Slot, m.Xid)
 	done := m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
 	if !done {
@@ -277,7 +277,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 
 func (a *Applier) prepare(ctx context.Context, lsn source.LSN, m *source.Prepare) error {
 	t := a.cur
-	if a.streaming || t == nil || t.kind != kindPrepare {
+	if a.streams.inChunk || t == nil || t.kind != kindPrepare {
 		return protoErr(lsn, "Prepare without Begin Prepare")
 	}
 	if m.Xid != t.xid {

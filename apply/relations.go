@@ -13,8 +13,8 @@ import (
 )
 
 func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relation) error {
-	if a.streaming {
-		return a.streams[a.streamXid].addRelation(m, lsn)
+	if a.streams.inChunk {
+		return a.streams.chunk().addRelation(m, lsn)
 	}
 	if a.cur != nil && a.cur.buf != nil {
 		if err := a.cur.buf.addRelation(m, lsn); err != nil || !a.cur.late {
