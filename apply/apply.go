@@ -125,7 +125,6 @@ type txn struct {
 type Applier struct {
 	cfg        Config
 	sink       sink.Sink
-	twoPhase   sink.TwoPhase // nil: prepared transactions are held until Commit Prepared
 	ddlCommits bool
 	cat        Catalog
 	log        *slog.Logger
@@ -145,11 +144,10 @@ type Applier struct {
 	txnLSN         source.LSN
 	txnXid         uint32
 	txnPreparedXid uint32
-	fills          sink.PreparedFills // nil unless prepared transactions are applied as prepared
-	prepTx         sink.Tx            // the own target transaction of a prepared transaction being applied
 
-	streams streamedTxns
-	relSeen map[uint32]relationSeen // see ensureRelation
+	streams  streamedTxns
+	prepared preparedTxns
+	relSeen  map[uint32]relationSeen // see ensureRelation
 	// waited is the source transaction (xid, and txnLSN to tell a reused
 	// xid apart) WaitCommitted last returned for: ended, it stays ended.
 	waited struct {
@@ -160,9 +158,6 @@ type Applier struct {
 	// has (installRelation), whose target tables were left as they were;
 	// the next change applied to one brings it up to date first (syncRelation).
 	unsynced map[uint32]bool
-	prepared map[uint32]*preparedTxn
-	// targetPrepared are our GIDs prepared on the target.
-	targetPrepared map[string]bool
 	// viaRoot caches Config.PublishedViaRoot per source relation id.
 	viaRoot map[uint32]bool
 
@@ -182,28 +177,27 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Applier{
-		cfg:            cfg,
-		sink:           s,
-		cat:            cat,
-		log:            log.With("component", "apply", "slot", cfg.Slot),
-		now:            time.Now,
-		streams:        streamedTxns{bufs: make(map[uint32]*txnBuffer)},
-		relSeen:        make(map[uint32]relationSeen),
-		unsynced:       make(map[uint32]bool),
-		prepared:       make(map[uint32]*preparedTxn),
-		targetPrepared: make(map[string]bool),
-		viaRoot:        make(map[uint32]bool),
-		spool:          newSpool(cfg.SpillDir, cfg.Slot, cfg.MemoryLimit),
+		cfg:      cfg,
+		sink:     s,
+		cat:      cat,
+		log:      log.With("component", "apply", "slot", cfg.Slot),
+		now:      time.Now,
+		streams:  streamedTxns{bufs: make(map[uint32]*txnBuffer)},
+		relSeen:  make(map[uint32]relationSeen),
+		unsynced: make(map[uint32]bool),
+		prepared: preparedTxns{txns: make(map[uint32]*preparedTxn), onTarget: make(map[string]bool)},
+		viaRoot:  make(map[uint32]bool),
+		spool:    newSpool(cfg.SpillDir, cfg.Slot, cfg.MemoryLimit),
 	}
 	if tp, ok := s.(sink.TwoPhase); ok && cfg.TwoPhase {
-		a.twoPhase = tp
+		a.prepared.twoPhase = tp
 	}
 	if dc, ok := s.(sink.DDLCommits); ok {
 		a.ddlCommits = dc.DDLCommits()
 	}
-	if pf, ok := s.(sink.PreparedFills); ok && a.twoPhase != nil && !a.ddlCommits {
+	if pf, ok := s.(sink.PreparedFills); ok && a.prepared.twoPhase != nil && !a.ddlCommits {
 		if r, ok := cat.(columnFiller); ok {
-			a.fills = pf
+			a.prepared.fills = pf
 			pf.SetFillResolver(r.ColumnFill)
 		}
 	}
@@ -238,19 +232,8 @@ func (a *Applier) Start(ctx context.Context) (source.LSN, error) {
 	} else if n > 0 {
 		a.log.Info("removed stale spill directories", "count", n, "dir", a.cfg.SpillDir)
 	}
-	if a.twoPhase != nil {
-		prefix := sink.GIDPrefix(a.cfg.Slot)
-		gids, err := a.twoPhase.PreparedGIDs(ctx, prefix)
-		if err != nil {
-			return 0, fmt.Errorf("apply: list prepared transactions on the target: %w", err)
-		}
-		for _, gid := range gids {
-			if !sink.OwnGID(a.cfg.Slot, gid) {
-				continue
-			}
-			a.targetPrepared[gid] = true
-			a.log.Info("prepared transaction on the target awaits COMMIT PREPARED or ROLLBACK PREPARED from the source", "gid", gid)
-		}
+	if err := a.findTargetPrepared(ctx); err != nil {
+		return 0, err
 	}
 	a.started = true
 	a.group.lastIdleStore = a.now()
@@ -285,7 +268,7 @@ func (a *Applier) Close(ctx context.Context) error {
 	errs = append(errs, a.rollback(ctx))
 	a.cur = nil
 	a.streams.bufs = map[uint32]*txnBuffer{}
-	a.prepared = map[uint32]*preparedTxn{}
+	a.prepared.txns = map[uint32]*preparedTxn{}
 	errs = append(errs, a.spool.close())
 	if a.failed == nil {
 		a.failed = errors.New("apply: applier closed")
@@ -344,9 +327,9 @@ func (a *Applier) rollback(ctx context.Context) error {
 		errs = append(errs, a.group.tx.Rollback(rctx))
 		a.group.tx = nil
 	}
-	if a.prepTx != nil {
-		errs = append(errs, a.prepTx.Rollback(rctx))
-		a.prepTx = nil
+	if a.prepared.tx != nil {
+		errs = append(errs, a.prepared.tx.Rollback(rctx))
+		a.prepared.tx = nil
 	}
 	a.group.txns, a.group.rows, a.group.msgs = 0, 0, nil
 	if err := errors.Join(errs...); err != nil {

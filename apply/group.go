@@ -153,8 +153,8 @@ func (a *Applier) idle(ctx context.Context, walEnd source.LSN, force bool) error
 	if err := a.Flush(ctx); err != nil {
 		return err
 	}
-	if !a.started || a.cur != nil || a.streams.inChunk || len(a.streams.bufs) > 0 || len(a.prepared) > 0 ||
-		len(a.targetPrepared) > 0 || a.group.txns > 0 {
+	if !a.started || a.cur != nil || a.streams.inChunk || len(a.streams.bufs) > 0 || len(a.prepared.txns) > 0 ||
+		len(a.prepared.onTarget) > 0 || a.group.txns > 0 {
 		return nil
 	}
 	if walEnd <= a.Durable() || walEnd <= a.group.applied.LSN || !force && a.now().Sub(a.group.lastIdleStore) < a.cfg.IdleProgressInterval {

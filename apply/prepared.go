@@ -8,6 +8,40 @@ import (
 	"github.com/pgrelay/pgrelay/source"
 )
 
+// preparedTxns are the prepared transactions (protocol 3+) from their Begin
+// Prepare (or Stream Prepare) to their Commit or Rollback Prepared, and how
+// the target takes them.
+type preparedTxns struct {
+	twoPhase sink.TwoPhase      // nil: prepared transactions are held until Commit Prepared
+	fills    sink.PreparedFills // nil unless prepared transactions are applied as prepared
+	tx       sink.Tx            // the own target transaction of a prepared transaction being applied
+	txns     map[uint32]*preparedTxn
+	onTarget map[string]bool // our GIDs prepared on the target
+}
+
+// findTargetPrepared reconciles, at Start, the target's prepared
+// transactions of this slot: they stay prepared, since the source sends their
+// Commit Prepared or Rollback Prepared again (those end after the stored
+// position).
+func (a *Applier) findTargetPrepared(ctx context.Context) error {
+	if a.prepared.twoPhase == nil {
+		return nil
+	}
+	prefix := sink.GIDPrefix(a.cfg.Slot)
+	gids, err := a.prepared.twoPhase.PreparedGIDs(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("apply: list prepared transactions on the target: %w", err)
+	}
+	for _, gid := range gids {
+		if !sink.OwnGID(a.cfg.Slot, gid) {
+			continue
+		}
+		a.prepared.onTarget[gid] = true
+		a.log.Info("prepared transaction on the target awaits COMMIT PREPARED or ROLLBACK PREPARED from the source", "gid", gid)
+	}
+	return nil
+}
+
 // preparedTxn is a transaction after its Prepare and before Commit/Rollback
 // Prepared: prepared on the target (buf nil) or held in buf for a target that
 // cannot prepare.
@@ -26,10 +60,10 @@ type preparedTxn struct {
 // target until COMMIT PREPARED, and a change to the table from a transaction
 // committed before that (later in the stream) would wait for it for ever.
 func (a *Applier) preparedTx(ctx context.Context, xid uint32) (sink.Tx, error) {
-	if a.prepTx == nil {
+	if a.prepared.tx == nil {
 		var tx sink.Tx
 		var err error
-		if pb, ok := a.sink.(sink.PreparedBeginner); ok && a.twoPhase != nil {
+		if pb, ok := a.sink.(sink.PreparedBeginner); ok && a.prepared.twoPhase != nil {
 			tx, err = pb.BeginPrepared(ctx, sink.GID(a.cfg.Slot, xid))
 		} else {
 			tx, err = a.sink.Begin(ctx)
@@ -37,9 +71,9 @@ func (a *Applier) preparedTx(ctx context.Context, xid uint32) (sink.Tx, error) {
 		if err != nil {
 			return nil, fmt.Errorf("apply: begin target transaction for prepared transaction %d: %w", xid, err)
 		}
-		a.prepTx = tx
+		a.prepared.tx = tx
 	}
-	return a.prepTx, nil
+	return a.prepared.tx, nil
 }
 
 // preparedChecker is the optional capability of a Catalog to tell whether a
@@ -79,7 +113,7 @@ func (a *Applier) finishedBeforeReached(ctx context.Context, what string, lsn so
 // preparing reports whether source transaction xid is the one in hand being
 // applied as a prepared transaction on the target.
 func (a *Applier) preparing(xid uint32) bool {
-	return xid != 0 && xid == a.txnPreparedXid && a.twoPhase != nil && !a.ddlCommits
+	return xid != 0 && xid == a.txnPreparedXid && a.prepared.twoPhase != nil && !a.ddlCommits
 }
 
 // leaveOutAborted decides, after applying prepared transaction xid to the
@@ -100,9 +134,9 @@ func (a *Applier) leaveOutAborted(ctx context.Context, xid uint32, err error) bo
 	}
 	a.log.Warn("prepared transaction rolled back on the source before it was decoded: its changes arrived incomplete and are left out",
 		"xid", xid, "gid", sink.GID(a.cfg.Slot, xid), "apply_error", err.Error())
-	if a.prepTx != nil {
-		_ = a.prepTx.Rollback(ctx)
-		a.prepTx = nil
+	if a.prepared.tx != nil {
+		_ = a.prepared.tx.Rollback(ctx)
+		a.prepared.tx = nil
 	}
 	return true
 }
@@ -111,7 +145,7 @@ func (a *Applier) leaveOutAborted(ctx context.Context, xid uint32, err error) bo
 // on the target after a restart that came before its position was stored.
 func (a *Applier) preparedCommitted(ctx context.Context, gid string, prepareEnd source.LSN) (bool, error) {
 	pc, ok := a.sink.(sink.PreparedCommits)
-	if !ok || a.twoPhase == nil {
+	if !ok || a.prepared.twoPhase == nil {
 		return false, nil
 	}
 	done, err := pc.PreparedCommitted(ctx, gid, prepareEnd)
@@ -125,7 +159,7 @@ func (a *Applier) preparedCommitted(ctx context.Context, gid string, prepareEnd 
 }
 
 // prepareOnTarget prepares a prepared transaction on the target: the one in
-// a.prepTx when its changes were applied as they arrived, else buf's, applied to
+// a.prepared.tx when its changes were applied as they arrived, else buf's, applied to
 // a target transaction of its own.
 func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint32, gid string, buf *txnBuffer, msgs []*source.LogicalMessage, p sink.Progress) error {
 	own := func(ctx context.Context) (sink.Tx, error) { return a.preparedTx(ctx, xid) }
@@ -147,16 +181,16 @@ func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint3
 	if err != nil {
 		return err
 	}
-	if err := a.twoPhase.Prepare(ctx, tx, gid, p); err != nil {
-		a.prepTx = nil
+	if err := a.prepared.twoPhase.Prepare(ctx, tx, gid, p); err != nil {
+		a.prepared.tx = nil
 		if a.leaveOutAborted(ctx, xid, err) {
 			return nil
 		}
 		return fmt.Errorf("apply: prepare transaction %d as %q at %s: %w", xid, gid, lsn, err)
 	}
-	a.prepTx = nil
-	a.targetPrepared[gid] = true
-	a.prepared[xid] = &preparedTxn{gid: gid, msgs: msgs}
+	a.prepared.tx = nil
+	a.prepared.onTarget[gid] = true
+	a.prepared.txns[xid] = &preparedTxn{gid: gid, msgs: msgs}
 	// Prepared is durable on the target, and once the stored position passes
 	// it the source sends only the Commit Prepared: the position may move past
 	// it with the next commit.
@@ -176,7 +210,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 	}
 	delete(a.streams.bufs, m.Xid)
 	gid := sink.GID(a.cfg.Slot, m.Xid)
-	done := m.EndLSN <= a.skipBelow || a.targetPrepared[gid]
+	done := m.EndLSN <= a.skipBelow || a.prepared.onTarget[gid]
 	if !done {
 		var err error
 		if done, err = a.preparedCommitted(ctx, gid, m.EndLSN); err != nil {
@@ -187,7 +221,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 	if done {
 		return buf.release()
 	}
-	if a.twoPhase == nil {
+	if a.prepared.twoPhase == nil {
 		return a.hold(lsn, m.Xid, gid, buf, false)
 	}
 	if !a.ddlCommits {
@@ -211,11 +245,11 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 // Prepared. Its effects become visible on the source at COMMIT PREPARED, so
 // applying it then, in that order, is what a reader of the source sees.
 func (a *Applier) hold(lsn source.LSN, xid uint32, gid string, buf *txnBuffer, late bool) error {
-	if old := a.prepared[xid]; old != nil {
+	if old := a.prepared.txns[xid]; old != nil {
 		_ = buf.release()
 		return protoErr(lsn, "transaction %d prepared twice", xid)
 	}
-	a.prepared[xid] = &preparedTxn{gid: gid, buf: buf, late: late}
+	a.prepared.txns[xid] = &preparedTxn{gid: gid, buf: buf, late: late}
 	return nil
 }
 
@@ -229,7 +263,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	a.txnPreparedXid = m.Xid
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
-	t.skip = a.targetPrepared[gid]
+	t.skip = a.prepared.onTarget[gid]
 	if !t.skip {
 		done, err := a.preparedCommitted(ctx, gid, m.EndLSN)
 		if err != nil {
@@ -248,7 +282,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	// message and applied with it, as one target transaction at the commit's
 	// position, so that a second send after a restart is told apart.
 	t.held = !t.skip && m.EndLSN <= a.skipBelow
-	if !t.skip && !t.held && a.twoPhase != nil && !a.ddlCommits {
+	if !t.skip && !t.held && a.prepared.twoPhase != nil && !a.ddlCommits {
 		// Finished on the source before pgrelay got here: nothing holds it
 		// prepared there any more, and the source's catalog may be past it
 		// (DDL of its tables committed after it would read as its own, and
@@ -266,7 +300,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	if t.skip {
 		return nil
 	}
-	if t.held || a.twoPhase == nil || a.ddlCommits {
+	if t.held || a.prepared.twoPhase == nil || a.ddlCommits {
 		t.buf = a.spool.newBuffer(m.Xid)
 		return nil
 	}
@@ -287,7 +321,7 @@ func (a *Applier) prepare(ctx context.Context, lsn source.LSN, m *source.Prepare
 	if t.skip {
 		return nil
 	}
-	if t.held || a.twoPhase == nil {
+	if t.held || a.prepared.twoPhase == nil {
 		return a.hold(lsn, t.xid, t.gid, t.buf, t.late)
 	}
 	if t.buf != nil {
@@ -301,8 +335,8 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 		return err
 	}
 	gid := sink.GID(a.cfg.Slot, m.Xid)
-	pt := a.prepared[m.Xid]
-	delete(a.prepared, m.Xid)
+	pt := a.prepared.txns[m.Xid]
+	delete(a.prepared.txns, m.Xid)
 	if pt != nil && pt.buf != nil {
 		defer pt.buf.release()
 	}
@@ -311,17 +345,17 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	}
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime}
 	if pt != nil && pt.buf != nil {
-		if a.twoPhase != nil && !pt.late {
+		if a.prepared.twoPhase != nil && !pt.late {
 			a.log.Info("applying a transaction prepared before the stored position at its COMMIT PREPARED (prepared before the slot's consistent point, not in the snapshot copy)", "xid", m.Xid, "lsn", m.EndLSN)
 		}
 		a.txnLSN, a.txnXid = m.CommitLSN, m.Xid
 		a.txnPreparedXid = 0
 		return a.applyBuffered(ctx, pt.buf, p)
 	}
-	if a.twoPhase == nil {
+	if a.prepared.twoPhase == nil {
 		return fmt.Errorf("apply: Commit Prepared of transaction %d at %s: its changes were sent before a restart and are not on the target, which does not apply prepared transactions as prepared; use a target that can (PostgreSQL with max_prepared_transactions > 0) or recreate the slot without two_phase and copy the tables again", m.Xid, lsn)
 	}
-	if !a.targetPrepared[gid] {
+	if !a.prepared.onTarget[gid] {
 		// Not prepared on the target: committed before a restart that came
 		// before the position was stored. Only the position remains to store.
 		a.log.Info("prepared transaction already committed on the target", "gid", gid, "lsn", m.EndLSN)
@@ -331,7 +365,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 	// the transaction visible to new snapshots: fill values of the columns it
 	// added (sink.PreparedFills), read from the source catalog as the target
 	// commits, would not be there yet, and older rows would keep NULL.
-	if a.fills != nil {
+	if a.prepared.fills != nil {
 		if err := a.waitCommitted(ctx, m.Xid); err != nil {
 			return fmt.Errorf("apply: Commit Prepared of transaction %d at %s: %w", m.Xid, lsn, err)
 		}
@@ -354,8 +388,8 @@ func (a *Applier) rollbackPrepared(ctx context.Context, lsn source.LSN, m *sourc
 		return err
 	}
 	gid := sink.GID(a.cfg.Slot, m.Xid)
-	if pt := a.prepared[m.Xid]; pt != nil {
-		delete(a.prepared, m.Xid)
+	if pt := a.prepared.txns[m.Xid]; pt != nil {
+		delete(a.prepared.txns, m.Xid)
 		if pt.buf != nil {
 			if err := pt.buf.release(); err != nil {
 				return err
@@ -366,7 +400,7 @@ func (a *Applier) rollbackPrepared(ctx context.Context, lsn source.LSN, m *sourc
 		return nil
 	}
 	p := sink.Progress{Slot: a.cfg.Slot, LSN: m.RollbackEndLSN, CommitTime: m.RollbackTime}
-	if a.twoPhase == nil || !a.targetPrepared[gid] {
+	if a.prepared.twoPhase == nil || !a.prepared.onTarget[gid] {
 		return a.finishTxn(ctx, 0, p, nil)
 	}
 	return a.finishOnTarget(ctx, lsn, gid, p, false)
@@ -379,14 +413,14 @@ func (a *Applier) finishOnTarget(ctx context.Context, lsn source.LSN, gid string
 	if err := a.commitGroup(ctx); err != nil {
 		return err
 	}
-	finish, verb := a.twoPhase.CommitPrepared, "commit"
+	finish, verb := a.prepared.twoPhase.CommitPrepared, "commit"
 	if !commit {
-		finish, verb = a.twoPhase.RollbackPrepared, "roll back"
+		finish, verb = a.prepared.twoPhase.RollbackPrepared, "roll back"
 	}
 	if err := finish(ctx, gid, p); err != nil {
 		return fmt.Errorf("apply: %s prepared transaction %q at %s: %w", verb, gid, lsn, err)
 	}
-	delete(a.targetPrepared, gid)
+	delete(a.prepared.onTarget, gid)
 	if p.LSN > a.group.applied.LSN {
 		a.group.applied = p
 	}

@@ -215,7 +215,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		return nil
 	}
 	apart := false
-	if ap, ok := a.sink.(sink.ApartEnsurer); ok && preparing && !ownDDL && a.prepTx != nil {
+	if ap, ok := a.sink.(sink.ApartEnsurer); ok && preparing && !ownDDL && a.prepared.tx != nil {
 		// Committed earlier on the source, first seen in this prepared
 		// transaction after its first change: altered in a target
 		// transaction of its own, which the sink can do unless the prepared
@@ -227,7 +227,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	} else if err := a.ensureTable(ctx, lsn, t, prev, flushFirst); err != nil {
 		return err
 	}
-	if preparing && !ownDDL && a.prepTx != nil && !apart && prev != nil && !schema.SameDefinition(prev, t) {
+	if preparing && !ownDDL && a.prepared.tx != nil && !apart && prev != nil && !schema.SameDefinition(prev, t) {
 		// It joined the prepared transaction. (Without an earlier version
 		// in this session, only the sink knows whether the target table
 		// differed: a table's first Relation message in a session is a
@@ -235,7 +235,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		a.log.Warn("a table's change of definition committed earlier on the source was applied inside a prepared transaction on the target, which holds the table's lock there until COMMIT PREPARED: changes to the table from transactions committed before that wait for it (see docs/limitations.md)",
 			"table", t.DisplayName(), "xid", xid, "lsn", lsn)
 	}
-	if factsMatch || a.fills == nil {
+	if factsMatch || a.prepared.fills == nil {
 		return nil
 	}
 	// Columns the transaction added: their fill value (what older rows hold)
@@ -260,7 +260,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	if len(added) == 0 {
 		return nil
 	}
-	if err := a.fills.DeferFill(ctx, sink.GID(a.cfg.Slot, xid), t, added); err != nil {
+	if err := a.prepared.fills.DeferFill(ctx, sink.GID(a.cfg.Slot, xid), t, added); err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
 	return nil
@@ -291,7 +291,7 @@ func (a *Applier) ensureTable(ctx context.Context, lsn source.LSN, t, prev *sche
 			return err
 		}
 	}
-	if a.ddlCommits && (a.group.tx != nil || a.prepTx != nil) {
+	if a.ddlCommits && (a.group.tx != nil || a.prepared.tx != nil) {
 		return fmt.Errorf("apply: internal error: DDL for %s with a target transaction open", t.QualifiedName())
 	}
 	if err := a.sink.EnsureTable(ctx, t, prev); err != nil {
