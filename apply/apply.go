@@ -147,19 +147,7 @@ type Applier struct {
 
 	streams  streamedTxns
 	prepared preparedTxns
-	relSeen  map[uint32]relationSeen // see ensureRelation
-	// waited is the source transaction (xid, and txnLSN to tell a reused
-	// xid apart) WaitCommitted last returned for: ended, it stays ended.
-	waited struct {
-		xid    uint32
-		txnLSN source.LSN
-	}
-	// unsynced are relations installed from a transaction the target already
-	// has (installRelation), whose target tables were left as they were;
-	// the next change applied to one brings it up to date first (syncRelation).
-	unsynced map[uint32]bool
-	// viaRoot caches Config.PublishedViaRoot per source relation id.
-	viaRoot map[uint32]bool
+	rels     relationSync
 
 	spool *spool
 }
@@ -183,11 +171,13 @@ func New(cfg Config, s sink.Sink, cat Catalog, log *slog.Logger) (*Applier, erro
 		log:      log.With("component", "apply", "slot", cfg.Slot),
 		now:      time.Now,
 		streams:  streamedTxns{bufs: make(map[uint32]*txnBuffer)},
-		relSeen:  make(map[uint32]relationSeen),
-		unsynced: make(map[uint32]bool),
 		prepared: preparedTxns{txns: make(map[uint32]*preparedTxn), onTarget: make(map[string]bool)},
-		viaRoot:  make(map[uint32]bool),
-		spool:    newSpool(cfg.SpillDir, cfg.Slot, cfg.MemoryLimit),
+		rels: relationSync{
+			seen:     make(map[uint32]relationSeen),
+			unsynced: make(map[uint32]bool),
+			viaRoot:  make(map[uint32]bool),
+		},
+		spool: newSpool(cfg.SpillDir, cfg.Slot, cfg.MemoryLimit),
 	}
 	if tp, ok := s.(sink.TwoPhase); ok && cfg.TwoPhase {
 		a.prepared.twoPhase = tp

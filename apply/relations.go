@@ -12,6 +12,24 @@ import (
 	"github.com/pgrelay/pgrelay/source"
 )
 
+// relationSync is what apply keeps of the relations of the stream, to bring
+// target tables up to them once and no more.
+type relationSync struct {
+	seen map[uint32]relationSeen // see ensureRelation
+	// waited is the source transaction (xid, and txnLSN to tell a reused
+	// xid apart) WaitCommitted last returned for: ended, it stays ended.
+	waited struct {
+		xid    uint32
+		txnLSN source.LSN
+	}
+	// unsynced are relations installed from a transaction the target already
+	// has (installRelation), whose target tables were left as they were;
+	// the next change applied to one brings it up to date first (syncRelation).
+	unsynced map[uint32]bool
+	// viaRoot caches Config.PublishedViaRoot per source relation id.
+	viaRoot map[uint32]bool
+}
+
 func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relation) error {
 	if a.streams.inChunk {
 		return a.streams.chunk().addRelation(m, lsn)
@@ -54,13 +72,13 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 // stays ended.
 func (a *Applier) waitCommitted(ctx context.Context, xid uint32) error {
 	w, ok := a.cat.(commitWaiter)
-	if !ok || xid == 0 || (a.waited.xid == xid && a.waited.txnLSN == a.txnLSN) {
+	if !ok || xid == 0 || (a.rels.waited.xid == xid && a.rels.waited.txnLSN == a.txnLSN) {
 		return nil
 	}
 	if err := w.WaitCommitted(ctx, xid); err != nil {
 		return err
 	}
-	a.waited.xid, a.waited.txnLSN = xid, a.txnLSN
+	a.rels.waited.xid, a.rels.waited.txnLSN = xid, a.txnLSN
 	return nil
 }
 
@@ -95,7 +113,7 @@ type factsMatcher interface {
 // transaction is committed (or, for one applied at its PREPARE, from before
 // it), whichever of its messages asks.
 func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
-	seen, ok := a.relSeen[rel.RelationID]
+	seen, ok := a.rels.seen[rel.RelationID]
 	if ok && xid != 0 && seen.xid == xid && seen.txnLSN == a.txnLSN && sameRelationMessage(seen.rel, rel) {
 		if lag, ok := a.sink.(sink.BehindReporter); !ok || !lag.Behind(rel.RelationID) {
 			return nil
@@ -104,9 +122,9 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	if err := a.ensureRelationNow(ctx, lsn, xid, rel, flushFirst); err != nil {
 		return err
 	}
-	delete(a.unsynced, rel.RelationID)
+	delete(a.rels.unsynced, rel.RelationID)
 	if xid != 0 {
-		a.relSeen[rel.RelationID] = relationSeen{xid: xid, txnLSN: a.txnLSN, rel: cloneRelation(rel)}
+		a.rels.seen[rel.RelationID] = relationSeen{xid: xid, txnLSN: a.txnLSN, rel: cloneRelation(rel)}
 	}
 	return nil
 }
@@ -191,7 +209,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 		// own: not renamed since (schema.InferRenamed).
 		t.Uncommitted = true
 	}
-	if a.unsynced[rel.RelationID] {
+	if a.rels.unsynced[rel.RelationID] {
 		// The catalog's version was installed without the target
 		// (installRelation): the target table may be older, and the sink
 		// brings it from what it was built to, as syncRelation does. (A held
@@ -271,13 +289,13 @@ func (a *Applier) publishedViaRoot(ctx context.Context, relid uint32) (bool, err
 	if a.cfg.PublishedViaRoot == nil {
 		return false, nil
 	}
-	via, known := a.viaRoot[relid]
+	via, known := a.rels.viaRoot[relid]
 	if !known {
 		var err error
 		if via, err = a.cfg.PublishedViaRoot(ctx, relid); err != nil {
 			return false, err
 		}
-		a.viaRoot[relid] = via
+		a.rels.viaRoot[relid] = via
 		if via {
 			a.log.Debug("partition published through its root: no target table of its own", "relation_id", relid)
 		}
@@ -329,7 +347,7 @@ func (a *Applier) installRelation(ctx context.Context, lsn source.LSN, rel *sour
 	if _, _, _, err := a.cat.Apply(ctx, rel); err != nil {
 		return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, lsn, err)
 	}
-	a.unsynced[rel.RelationID] = true
+	a.rels.unsynced[rel.RelationID] = true
 	return nil
 }
 
@@ -343,12 +361,12 @@ func (a *Applier) installRelation(ctx context.Context, lsn source.LSN, rel *sour
 // using the label was refused again in every new session while a prepared
 // transaction the target holds came first in the stream).
 func (a *Applier) syncRelation(ctx context.Context, lsn source.LSN, t *schema.Table) error {
-	if len(a.unsynced) == 0 || !a.unsynced[t.RelationID] {
+	if len(a.rels.unsynced) == 0 || !a.rels.unsynced[t.RelationID] {
 		return nil
 	}
 	if err := a.ensureTable(ctx, lsn, t, nil, false); err != nil {
 		return err
 	}
-	delete(a.unsynced, t.RelationID)
+	delete(a.rels.unsynced, t.RelationID)
 	return nil
 }

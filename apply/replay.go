@@ -42,7 +42,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			// catalog's definition here, before any change (syncRelation
 			// would run its DDL with the target transaction open).
 			for _, id := range changedRelids {
-				if _, seen := versions[id]; seen || !a.unsynced[id] || synced[id] {
+				if _, seen := versions[id]; seen || !a.rels.unsynced[id] || synced[id] {
 					continue
 				}
 				t, err := a.cat.Table(id)
@@ -69,7 +69,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 				return fmt.Errorf("apply: relation %s.%s (id %d) at %s: %w", rel.Namespace, rel.Name, rel.RelationID, rec.lsn, err)
 			}
 			order = append(order, t)
-			if a.unsynced[rel.RelationID] && !synced[rel.RelationID] {
+			if a.rels.unsynced[rel.RelationID] && !synced[rel.RelationID] {
 				prev, changed = nil, true // as in ensureRelationNow
 			}
 			if changed {
@@ -87,7 +87,7 @@ func (a *Applier) replay(ctx context.Context, buf *txnBuffer, target func(contex
 			}
 		}
 		for id := range synced {
-			delete(a.unsynced, id)
+			delete(a.rels.unsynced, id)
 		}
 	}
 	rows := 0
