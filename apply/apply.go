@@ -120,6 +120,15 @@ type txn struct {
 	msgs       []*source.LogicalMessage
 }
 
+// applying is the source transaction whose changes are being applied, for
+// Config.TableSyncLSN and the relations' facts; it outlives cur (a streamed
+// transaction or one held until Commit Prepared is applied with none).
+type applying struct {
+	lsn         source.LSN // its commit LSN, or its prepare LSN when applied at its prepare
+	xid         uint32
+	preparedXid uint32 // xid when applied at its prepare, 0 otherwise
+}
+
 // Applier applies decoded pgoutput messages to a sink. It is driven by one
 // goroutine (Handle, Flush, Idle, Close); Durable may be called from any.
 type Applier struct {
@@ -136,14 +145,8 @@ type Applier struct {
 
 	group groupCommit
 
-	cur *txn
-	// txnLSN is the commit (or prepare) LSN of the source transaction whose
-	// changes are being applied and txnXid its transaction id, for
-	// Config.TableSyncLSN; txnPreparedXid is its transaction id when it is
-	// applied at its prepare, 0 otherwise.
-	txnLSN         source.LSN
-	txnXid         uint32
-	txnPreparedXid uint32
+	cur      *txn
+	applying applying
 
 	streams  streamedTxns
 	prepared preparedTxns

@@ -17,8 +17,7 @@ func (a *Applier) begin(ctx context.Context, lsn source.LSN, m *source.Begin) er
 	}
 	t := &txn{kind: kindPlain, xid: m.Xid, beginLSN: m.FinalLSN, skip: m.FinalLSN < a.skipBelow}
 	a.cur = t
-	a.txnLSN, a.txnXid = m.FinalLSN, m.Xid
-	a.txnPreparedXid = 0
+	a.applying = applying{lsn: m.FinalLSN, xid: m.Xid}
 	if t.skip {
 		return nil
 	}
@@ -208,7 +207,7 @@ func (a *Applier) applyChange(ctx context.Context, tx sink.Tx, rec *record, vers
 // inTableCopy reports whether the current transaction's changes to t are
 // already in t's snapshot copy (Config.TableSyncLSN).
 func (a *Applier) inTableCopy(t *schema.Table) bool {
-	if a.cfg.TableSyncLSN == nil || a.txnLSN >= a.cfg.TableSyncLSN(t) {
+	if a.cfg.TableSyncLSN == nil || a.applying.lsn >= a.cfg.TableSyncLSN(t) {
 		return false
 	}
 	// Before the snapshot's LSN: in the copy only if the snapshot sees the
@@ -216,9 +215,9 @@ func (a *Applier) inTableCopy(t *schema.Table) bool {
 	// before it is seen only if it also committed before it; one whose
 	// commit record came just before the LSN may not have been visible yet
 	// when a snapshot taken without a slot was.
-	if a.txnXid != 0 && a.cfg.TableSyncSnapshot != nil {
+	if a.applying.xid != 0 && a.cfg.TableSyncSnapshot != nil {
 		if snap, ok := a.cfg.TableSyncSnapshot(t); ok {
-			return snap.Visible(a.txnXid)
+			return snap.Visible(a.applying.xid)
 		}
 	}
 	return true

@@ -113,7 +113,7 @@ func (a *Applier) finishedBeforeReached(ctx context.Context, what string, lsn so
 // preparing reports whether source transaction xid is the one in hand being
 // applied as a prepared transaction on the target.
 func (a *Applier) preparing(xid uint32) bool {
-	return xid != 0 && xid == a.txnPreparedXid && a.prepared.twoPhase != nil && !a.ddlCommits
+	return xid != 0 && xid == a.applying.preparedXid && a.prepared.twoPhase != nil && !a.ddlCommits
 }
 
 // leaveOutAborted decides, after applying prepared transaction xid to the
@@ -159,8 +159,8 @@ func (a *Applier) preparedCommitted(ctx context.Context, gid string, prepareEnd 
 }
 
 // prepareOnTarget prepares a prepared transaction on the target: the one in
-// a.prepared.tx when its changes were applied as they arrived, else buf's, applied to
-// a target transaction of its own.
+// a.prepared.tx when its changes were applied as they arrived, else buf's,
+// applied to a target transaction of its own.
 func (a *Applier) prepareOnTarget(ctx context.Context, lsn source.LSN, xid uint32, gid string, buf *txnBuffer, msgs []*source.LogicalMessage, p sink.Progress) error {
 	own := func(ctx context.Context) (sink.Tx, error) { return a.preparedTx(ctx, xid) }
 	if buf != nil {
@@ -236,8 +236,7 @@ func (a *Applier) streamPrepare(ctx context.Context, lsn source.LSN, m *source.S
 		}
 	}
 	defer buf.release()
-	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
-	a.txnPreparedXid = m.Xid
+	a.applying = applying{lsn: m.PrepareLSN, xid: m.Xid, preparedXid: m.Xid}
 	return a.prepareOnTarget(ctx, lsn, m.Xid, gid, buf, nil, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.PrepareTime})
 }
 
@@ -259,8 +258,7 @@ func (a *Applier) beginPrepare(ctx context.Context, lsn source.LSN, m *source.Be
 	}
 	gid := sink.GID(a.cfg.Slot, m.Xid)
 	t := &txn{kind: kindPrepare, xid: m.Xid, gid: gid, srcGID: m.GID, beginLSN: m.PrepareLSN}
-	a.txnLSN, a.txnXid = m.PrepareLSN, m.Xid
-	a.txnPreparedXid = m.Xid
+	a.applying = applying{lsn: m.PrepareLSN, xid: m.Xid, preparedXid: m.Xid}
 	// Prepared on the target already: we stopped after PREPARE TRANSACTION and
 	// before the position passed it. The body is there; wait for the Commit Prepared.
 	t.skip = a.prepared.onTarget[gid]
@@ -348,8 +346,7 @@ func (a *Applier) commitPrepared(ctx context.Context, lsn source.LSN, m *source.
 		if a.prepared.twoPhase != nil && !pt.late {
 			a.log.Info("applying a transaction prepared before the stored position at its COMMIT PREPARED (prepared before the slot's consistent point, not in the snapshot copy)", "xid", m.Xid, "lsn", m.EndLSN)
 		}
-		a.txnLSN, a.txnXid = m.CommitLSN, m.Xid
-		a.txnPreparedXid = 0
+		a.applying = applying{lsn: m.CommitLSN, xid: m.Xid}
 		return a.applyBuffered(ctx, pt.buf, p)
 	}
 	if a.prepared.twoPhase == nil {

@@ -72,13 +72,13 @@ func (a *Applier) relation(ctx context.Context, lsn source.LSN, m *source.Relati
 // stays ended.
 func (a *Applier) waitCommitted(ctx context.Context, xid uint32) error {
 	w, ok := a.cat.(commitWaiter)
-	if !ok || xid == 0 || (a.rels.waited.xid == xid && a.rels.waited.txnLSN == a.txnLSN) {
+	if !ok || xid == 0 || (a.rels.waited.xid == xid && a.rels.waited.txnLSN == a.applying.lsn) {
 		return nil
 	}
 	if err := w.WaitCommitted(ctx, xid); err != nil {
 		return err
 	}
-	a.rels.waited.xid, a.rels.waited.txnLSN = xid, a.txnLSN
+	a.rels.waited.xid, a.rels.waited.txnLSN = xid, a.applying.lsn
 	return nil
 }
 
@@ -114,7 +114,7 @@ type factsMatcher interface {
 // it), whichever of its messages asks.
 func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32, rel *source.Relation, flushFirst bool) error {
 	seen, ok := a.rels.seen[rel.RelationID]
-	if ok && xid != 0 && seen.xid == xid && seen.txnLSN == a.txnLSN && sameRelationMessage(seen.rel, rel) {
+	if ok && xid != 0 && seen.xid == xid && seen.txnLSN == a.applying.lsn && sameRelationMessage(seen.rel, rel) {
 		if lag, ok := a.sink.(sink.BehindReporter); !ok || !lag.Behind(rel.RelationID) {
 			return nil
 		}
@@ -124,7 +124,7 @@ func (a *Applier) ensureRelation(ctx context.Context, lsn source.LSN, xid uint32
 	}
 	delete(a.rels.unsynced, rel.RelationID)
 	if xid != 0 {
-		a.rels.seen[rel.RelationID] = relationSeen{xid: xid, txnLSN: a.txnLSN, rel: cloneRelation(rel)}
+		a.rels.seen[rel.RelationID] = relationSeen{xid: xid, txnLSN: a.applying.lsn, rel: cloneRelation(rel)}
 	}
 	return nil
 }
@@ -156,7 +156,7 @@ func (a *Applier) ensureRelationNow(ctx context.Context, lsn source.LSN, xid uin
 	if lsn == 0 {
 		// Relation messages come in XLogData without a WAL position: name the
 		// transaction's commit instead.
-		lsn = a.txnLSN
+		lsn = a.applying.lsn
 	}
 	// Applied as a prepared transaction: uncommitted on the source until
 	// COMMIT PREPARED, so the wait below could only time out.

@@ -67,8 +67,7 @@ func (a *Applier) streamCommit(ctx context.Context, lsn source.LSN, m *source.St
 		// sent for the whole session: later transactions rely on them.
 		return a.installRelations(ctx, buf)
 	}
-	a.txnLSN, a.txnXid = m.CommitLSN, m.Xid
-	a.txnPreparedXid = 0
+	a.applying = applying{lsn: m.CommitLSN, xid: m.Xid}
 	return a.applyBuffered(ctx, buf, sink.Progress{Slot: a.cfg.Slot, LSN: m.EndLSN, CommitTime: m.CommitTime})
 }
 
