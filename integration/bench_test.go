@@ -43,11 +43,17 @@ package integration
 // binary)`, `pgrelay migrate (baseline binary)`), to measure a change side by
 // side with the build before it.
 //
+// MariaDB (bench_mariadb_test.go, issue 29): at the scales of
+// PGRELAY_BENCH_MARIADB_SCALE (default 20; "none" for none) the snapshot
+// also goes into MariaDB, without and with a binary log
+// (BenchmarkSnapshot/s20/15toMariaDB, .../15toMariaDB-binlog), by pgrelay
+// migrate and by `\copy … TO STDOUT | LOAD DATA LOCAL INFILE` table by
+// table; the drain's backlog also goes into MariaDB, without and with a
+// binary log, by pgrelay migrate, its rate compared with pg_recvlogical's.
+//
 // A contender is a benchCopier (snapshot) or a benchDrainer (drain): a name
-// and what it runs. Another target kind (a MariaDB target and LOAD DATA
-// LOCAL INFILE beside pgrelay's copy into it; a MariaDB drain beside
-// pg_recvlogical) is a target of benchSnapshotTargets with its own copiers,
-// or a drainer appended in benchDrainers.
+// and what it runs. Another target kind is a target of benchSnapshotTargets
+// with its own copiers, or a drainer appended in benchDrainers.
 
 import (
 	"bytes"
