@@ -71,7 +71,7 @@ func withNotifier(t *testing.T, tr *testRelay, cfg notify.Config) (rc *eventSink
 	t.Cleanup(srv.Close)
 	cfg.URLs = []string{srv.URL}
 	cfg.Slot, cfg.SourceURL, cfg.TargetURL = "pgrelay", "postgres://u:pw-source@src.example/db", "postgres://u:pw-target@tgt.example/db"
-	cfg.Now = func() time.Time { return tr.clock }
+	cfg.Now = tr.now
 	cfg.RetryWaitMin, cfg.RetryWaitMax = time.Millisecond, time.Millisecond
 	n, err := notify.New(cfg, nil)
 	if err != nil {
@@ -140,7 +140,7 @@ func TestRunEvents(t *testing.T) {
 			session := func(ctx context.Context, migrate bool) (source.LSN, error) {
 				i := calls
 				calls++
-				tr.clock = tr.clock.Add(time.Second)
+				tr.advance(time.Second)
 				// Every session copies a table, the failed ones too (the
 				// copy got through, something after it failed).
 				tr.ev.copiedTables(snapshot.Result{Tables: 1, Rows: 10, Bytes: 100})
@@ -173,7 +173,7 @@ func TestRunEvents(t *testing.T) {
 func TestAlertCheck(t *testing.T) {
 	tr := newTestRelay(t, Config{SlotWALAlert: source.WALAlert{Share: 0.8}, AlertRepeat: time.Hour}, nil)
 	rc, flush := withNotifier(t, tr, notify.Config{LagAlert: notify.LagAlert{Bytes: 1000}, PreparedAlert: time.Minute, Repeat: time.Hour})
-	durable, commit := source.LSN(3000), tr.clock.Add(-time.Minute)
+	durable, commit := source.LSN(3000), tr.now().Add(-time.Minute)
 	rd := source.WALRetention{Slot: "pgrelay", Exists: true, Major: 16, WALStatus: "reserved", RestartLSN: 1000, CurrentLSN: 5000,
 		RetainedBytes: 4000, MaxSlotWALKeepSize: -1}
 	var held []sink.HeldPrepared
