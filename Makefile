@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 # PostgreSQL majors the integration tests run against (PGRELAY_TEST_MAJORS).
 TEST_MAJORS ?= 15,17,18
 ALL_MAJORS := 14,15,16,17,18
-GOTESTFLAGS ?= -race -timeout 20m
+GOTESTFLAGS ?= -race -timeout 45m
 BENCH ?= .
 BENCHFLAGS ?= -benchmem -timeout 60m
 # End-to-end benchmarks (integration/bench_test.go, docs/benchmarks.md): servers

@@ -170,7 +170,7 @@ func TestStreamSubtransactionAbort(t *testing.T) {
 	h.feed(0x210, &source.StreamAbort{Xid: 20, SubXid: 20})
 	h.flush()
 	h.expect()
-	if len(h.a.streams) != 0 || h.a.spool.used != 0 {
+	if len(h.a.streams.bufs) != 0 || h.a.spool.used != 0 {
 		t.Fatalf("aborted transaction still buffered")
 	}
 	// Its Stream Commit can no longer come: it would be a protocol error.

@@ -268,8 +268,8 @@ func TestGIDs(t *testing.T) {
 	other := newHarness(t, cfg, s)
 	other.feed(0x10, rel(1, "v"), beginPrepare(5, 0x200), ins(1, "5", "x"), prepare(5, 0x200))
 	h := newHarness(t, testConfig(t), s)
-	if len(h.a.targetPrepared) != 0 {
-		t.Fatalf("took another slot's prepared transactions: %v", h.a.targetPrepared)
+	if len(h.a.prepared.onTarget) != 0 {
+		t.Fatalf("took another slot's prepared transactions: %v", h.a.prepared.onTarget)
 	}
 }
 

@@ -43,11 +43,17 @@ package integration
 // binary)`, `pgrelay migrate (baseline binary)`), to measure a change side by
 // side with the build before it.
 //
+// MariaDB (bench_mariadb_test.go, issue 29): at the scales of
+// PGRELAY_BENCH_MARIADB_SCALE (default 20; "none" for none) the snapshot
+// also goes into MariaDB, without and with a binary log
+// (BenchmarkSnapshot/s20/15toMariaDB, .../15toMariaDB-binlog), by pgrelay
+// migrate and by `\copy … TO STDOUT | LOAD DATA LOCAL INFILE` table by
+// table; the drain's backlog also goes into MariaDB, without and with a
+// binary log, by pgrelay migrate, its rate compared with pg_recvlogical's.
+//
 // A contender is a benchCopier (snapshot) or a benchDrainer (drain): a name
-// and what it runs. Another target kind (a MariaDB target and LOAD DATA
-// LOCAL INFILE beside pgrelay's copy into it; a MariaDB drain beside
-// pg_recvlogical) is a target of benchSnapshotTargets with its own copiers,
-// or a drainer appended in benchDrainers.
+// and what it runs. Another target kind is a target of benchSnapshotTargets
+// with its own copiers, or a drainer appended in benchDrainers.
 
 import (
 	"bytes"
@@ -555,6 +561,11 @@ type benchDrain struct {
 	// streaming is when pgrelay logged that it streams from its slot, from
 	// its start: its start-up (connections, checks, the target's state).
 	streaming time.Duration
+	// settings are the target's settings, for the report, when it is not
+	// a PostgreSQL server like the source.
+	settings string
+	// counts are a MariaDB target's benchMYCounters over the drain.
+	counts []int64
 }
 
 // benchDrainer is one consumer of the backlog.
@@ -563,6 +574,9 @@ type benchDrainer struct {
 	key  string // short, for metric names
 	// applies: it has a target whose confirmation lag is measured.
 	applies bool
+	// mariadb: its target is MariaDB, whose rate is compared with
+	// pg_recvlogical's.
+	mariadb bool
 	// prepare readies the consumer of round before the backlog is
 	// written: its slot, and its target holding the source's tables as
 	// they are now. It returns the drain, run once the backlog is written.
@@ -624,7 +638,7 @@ func benchDrainers(bin string) []benchDrainer {
 		{name: "pgrelay migrate", key: "pgrelay-migrate", applies: true, prepare: func(b *testing.B, src *harness.PG, round string) func(*testing.B, benchDrainEnd) benchDrain {
 			return benchPgrelayDrainer(b, bin, src, round, "migrate")
 		}},
-	}, baseline...)
+	}, append(benchMariaDBDrainers(bin), baseline...)...)
 }
 
 // benchDrainTarget is a target holding what the source held before the
@@ -776,7 +790,19 @@ type benchDrainWatch struct {
 
 func benchWatchDrain(b *testing.B, src, tgt *harness.PG, slot, endLSN string) *benchDrainWatch {
 	b.Helper()
-	srcConn, tgtConn := src.Conn(b), tgt.Conn(b)
+	tgtConn := tgt.Conn(b)
+	return benchWatchDrainFunc(b, src, slot, endLSN, func(ctx context.Context) (bool, error) {
+		var seen bool
+		err := tgtConn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM public.bench_marker)").Scan(&seen)
+		return seen, err
+	})
+}
+
+// benchWatchDrainFunc is benchWatchDrain with visible telling whether the
+// backlog's last change is on the target.
+func benchWatchDrainFunc(b *testing.B, src *harness.PG, slot, endLSN string, visible func(context.Context) (bool, error)) *benchDrainWatch {
+	b.Helper()
+	srcConn := src.Conn(b)
 	w := &benchDrainWatch{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -785,7 +811,7 @@ func benchWatchDrain(b *testing.B, src, tgt *harness.PG, slot, endLSN string) *b
 		for w.confirmed.IsZero() {
 			var seen bool
 			if w.visible.IsZero() {
-				if w.err = tgtConn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM public.bench_marker)").Scan(&seen); w.err != nil {
+				if seen, w.err = visible(ctx); w.err != nil {
 					return
 				}
 				if seen {
@@ -948,7 +974,8 @@ func benchDrainReport(b *testing.B, drainers []benchDrainer, results map[string]
 			fmt.Fprintf(&t, "\n%s logged that it streams from its slot %.2f s after its start (median).", d.name, med(d.name, func(r benchDrain) time.Duration { return r.streaming }).Seconds())
 		}
 	}
-	t.WriteString("\nThe native subscription and pgrelay replicate are done when their slot has confirmed the backlog's end; pgrelay migrate when it exits (it confirms before). \"Confirmed after last change\": from the backlog's last change visible on the target to the slot's confirmed_flush_lsn reaching it (looked for every 10 ms). CPU columns: the PostgreSQL servers' CPU time during each drain (load on the machine from other work does not count).\n")
+	benchMariaDBDrainReport(b, &t, drainers, med, results)
+	t.WriteString("\nThe native subscription and pgrelay replicate are done when their slot has confirmed the backlog's end; pgrelay migrate when it exits (it confirms before). \"Confirmed after last change\": from the backlog's last change visible on the target to the slot's confirmed_flush_lsn reaching it (looked for every 10 ms). CPU columns: the servers' CPU time during each drain (the PostgreSQL servers' processes; mariadbd's threads), which load on the machine from other work does not count.\n")
 	fmt.Print(t.String())
 }
 
@@ -962,7 +989,7 @@ type benchCopy struct {
 	// phases: pgrelay's copy of its largest table, from its log (zero for
 	// the others): until the table's last row was in, and its key build.
 	loaded, keyed time.Duration
-	checkpoints   int   // the target server's checkpoints during the copy
+	checkpoints   int   // the target server's checkpoints during the copy (-1: not counted)
 	walBytes      int64 // the WAL the target wrote during the copy
 }
 
@@ -1002,11 +1029,13 @@ type benchSnapshotTarget struct {
 	// (see benchWarmUp).
 	warmUp  func(b *testing.B, src *harness.PG)
 	copiers []benchCopier
+	notes   string // what the report's columns mean for this target, when not PostgreSQL's
 }
 
-// benchSnapshotTargets are the targets BenchmarkSnapshot copies into: each
-// PostgreSQL major of PGRELAY_BENCH_TARGET_MAJORS.
-func benchSnapshotTargets(b *testing.B, bin string) []benchSnapshotTarget {
+// benchSnapshotTargets are the targets BenchmarkSnapshot copies a source of
+// scale into: each PostgreSQL major of PGRELAY_BENCH_TARGET_MAJORS, and
+// MariaDB at the scales of PGRELAY_BENCH_MARIADB_SCALE.
+func benchSnapshotTargets(b *testing.B, bin string, scale int) []benchSnapshotTarget {
 	majors, err := harness.MajorsFrom("PGRELAY_BENCH_TARGET_MAJORS", benchSnapshotTargetMajors)
 	if err != nil {
 		b.Fatal(err)
@@ -1033,6 +1062,13 @@ func benchSnapshotTargets(b *testing.B, bin string) []benchSnapshotTarget {
 				}},
 			}, benchBaselineCopiers(tgt)...),
 		})
+	}
+	myScales, err := benchMariaDBScales()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if slices.Contains(myScales, scale) {
+		targets = append(targets, benchMariaDBSnapshotTarget(bin, false), benchMariaDBSnapshotTarget(bin, true))
 	}
 	return targets
 }
@@ -1082,7 +1118,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.Run(fmt.Sprintf("s%d", scale), func(b *testing.B) {
 			// One source for the scale's targets.
 			src, data, want := benchSnapshotSource(b, scale)
-			for _, tgt := range benchSnapshotTargets(b, bin) {
+			for _, tgt := range benchSnapshotTargets(b, bin, scale) {
 				b.Run(tgt.name, func(b *testing.B) {
 					var copiers []benchCopier
 					for _, c := range tgt.copiers {
@@ -1101,7 +1137,7 @@ func BenchmarkSnapshot(b *testing.B) {
 								fs[j] = func() {
 									r := c.copy(b, src, round, want)
 									results[c.name] = append(results[c.name], r)
-									msg := fmt.Sprintf("round %s: %s: %v, %d target checkpoints, %.0f MB of target WAL", round, c.name, r.wall.Round(time.Millisecond), r.checkpoints, benchMB(r.walBytes))
+									msg := fmt.Sprintf("round %s: %s: %v, %d target checkpoints (-1: not counted), %.0f MB of target WAL", round, c.name, r.wall.Round(time.Millisecond), r.checkpoints, benchMB(r.walBytes))
 									if r.proc != nil {
 										msg += fmt.Sprintf(", CPU %v, peak RSS %.0f MB; largest table loaded at %v, keyed at %v", r.proc.cpu.Round(time.Millisecond), benchMB(r.proc.maxRSS), r.loaded.Round(time.Millisecond), r.keyed.Round(time.Millisecond))
 									}
@@ -1179,10 +1215,14 @@ func benchSnapshotReport(b *testing.B, scale int, data int64, tgt benchSnapshotT
 			cps = append(cps, r.checkpoints)
 		}
 		slices.Sort(cps)
-		fmt.Fprintf(&t, "| %s | %.2f | %s | %.0f | %.2f× | %.1f | %.1f | %.0f | %d |\n", c.name, m.Seconds(), benchSeconds(walls), mbps(m), m.Seconds()/mRef.Seconds(),
+		checkpoints := "–" // a target that does not count them
+		if cp := cps[len(cps)/2]; cp >= 0 {
+			checkpoints = strconv.Itoa(cp)
+		}
+		fmt.Fprintf(&t, "| %s | %.2f | %s | %.0f | %.2f× | %.1f | %.1f | %.0f | %s |\n", c.name, m.Seconds(), benchSeconds(walls), mbps(m), m.Seconds()/mRef.Seconds(),
 			benchMedian(pick(c.name, func(r benchCopy) time.Duration { return r.srcCPU })).Seconds(),
 			benchMedian(pick(c.name, func(r benchCopy) time.Duration { return r.tgtCPU })).Seconds(),
-			benchMB(int64(benchMedian(pick(c.name, func(r benchCopy) time.Duration { return time.Duration(r.walBytes) })))), cps[len(cps)/2])
+			benchMB(int64(benchMedian(pick(c.name, func(r benchCopy) time.Duration { return time.Duration(r.walBytes) })))), checkpoints)
 	}
 	t.WriteString("\n")
 	for _, c := range copiers {
@@ -1200,7 +1240,10 @@ func benchSnapshotReport(b *testing.B, scale int, data int64, tgt benchSnapshotT
 		fmt.Fprintf(&t, "%s: peak RSS %.0f MB, CPU %.2f s; its largest table's last row in at %.2f s, its primary key built in %.2f s, done %.2f s after that (medians, from its log).\n",
 			c.name, benchMB(peak), benchMedian(pick(c.name, func(r benchCopy) time.Duration { return r.proc.cpu })).Seconds(), loaded.Seconds(), keyed.Seconds(), rest.Seconds())
 	}
-	t.WriteString("CPU columns: the source and target PostgreSQL servers' CPU time during each copy (medians).\n")
+	t.WriteString("CPU columns: the source and target servers' CPU time during each copy (medians).\n")
+	if tgt.notes != "" {
+		t.WriteString(tgt.notes + "\n")
+	}
 	fmt.Print(t.String())
 }
 

@@ -642,6 +642,15 @@ type e2eStatus struct {
 		Invalidated        bool   `json:"invalidated"`
 		InvalidationReason string `json:"invalidation_reason"`
 	} `json:"slot"`
+	WALRetention struct {
+		RetainedBytes      int64  `json:"retained_bytes"`
+		SafeWALSize        *int64 `json:"safe_wal_size"`
+		MaxSlotWALKeepSize int64  `json:"max_slot_wal_keep_size"`
+		Warnings           []struct {
+			Risk    string `json:"risk"`
+			Message string `json:"message"`
+		} `json:"warnings"`
+	} `json:"wal_retention"`
 	SourceWALLSN   string     `json:"source_wal_lsn"`
 	AppliedLSN     string     `json:"applied_lsn"`
 	LastCommitTime *time.Time `json:"last_commit_time"`

@@ -220,3 +220,37 @@ func TestHarnessMariaDB(t *testing.T) {
 		t.Fatalf("second database has %s tables, want 0", got)
 	}
 }
+
+// TestHarnessMariaDBDedicated checks a MariaDB server of the test's own: not
+// the shared one, the binary log of MariaDBBinlog, the server's process id,
+// and Destroy.
+func TestHarnessMariaDBDedicated(t *testing.T) {
+	shared := harness.MariaDB(t)
+	my := harness.MariaDB(t, harness.MariaDBBinlog())
+	if my.Port == shared.Port {
+		t.Fatalf("MariaDBBinlog server shares port %d with the shared server", my.Port)
+	}
+	for setting, want := range map[string]string{"log_bin": "1", "sync_binlog": "1", "binlog_format": "ROW", "innodb_flush_log_at_trx_commit": "1"} {
+		if got := my.QueryString(t, "SELECT @@"+setting); got != want {
+			t.Errorf("%s = %s, want %s", setting, got, want)
+		}
+	}
+	if got := shared.QueryString(t, "SELECT @@log_bin"); got != "0" {
+		t.Errorf("shared server log_bin = %s, want 0", got)
+	}
+	pid := my.ServerPID()
+	if pid <= 0 {
+		t.Fatalf("ServerPID() = %d", pid)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil || !strings.Contains(string(comm), "mariadbd") && !strings.Contains(string(comm), "mysqld") {
+		t.Fatalf("process %d is %q (%v), want mariadbd", pid, comm, err)
+	}
+	my.Destroy(t)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Errorf("mariadbd %d still runs after Destroy", pid)
+	}
+	if got := shared.QueryString(t, "SELECT 1"); got != "1" {
+		t.Errorf("shared server after Destroy of a dedicated one: %q", got)
+	}
+}

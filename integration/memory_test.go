@@ -96,3 +96,44 @@ func e2eReadHWM(path string) int64 {
 	}
 	return 0
 }
+
+// TestMemoryBigTransactionMariaDB: the same transaction into a MariaDB
+// target (issue 29: peak RSS under 256 MB for a 1M-row transaction). The
+// MySQL sink queues a table's changes and sends multi-row INSERTs under
+// max_allowed_packet; none of it may grow with the transaction.
+func TestMemoryBigTransactionMariaDB(t *testing.T) {
+	e2eEachMajor(t, testMemoryBigTransactionMariaDB)
+}
+
+func testMemoryBigTransactionMariaDB(t *testing.T, major int) {
+	e := myE2EPair(t, major)
+	if got := e.src.QueryString(t, "SHOW logical_decoding_work_mem"); got != "64kB" {
+		t.Fatalf("source logical_decoding_work_mem = %s, want 64kB", got)
+	}
+	e.src.Exec(t, "CREATE TABLE narrow (id int PRIMARY KEY, v int NOT NULL)")
+	p := e.start("replicate")
+	peak := e2eWatchPeakRSS(p)
+	p.waitLog(t, "streaming", 2*time.Minute)
+
+	start := time.Now()
+	e.src.Exec(t, "INSERT INTO narrow SELECT i, i % 97 FROM generate_series(1, 1000000) i")
+	e.sync(t, p, 8*time.Minute)
+	took := time.Since(start)
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d after SIGTERM; log:\n%s", code, p.logs())
+	}
+	hwm := peak.Load()
+	t.Logf("1M-row transaction replicated into MariaDB in %v; pgrelay peak RSS (VmHWM) %d KiB", took.Round(time.Millisecond), hwm)
+	if hwm == 0 {
+		t.Fatalf("could not read VmHWM of pgrelay from /proc")
+	}
+	if hwm >= e2eMaxRSSKiB {
+		t.Errorf("pgrelay peak RSS %d KiB, want < %d KiB", hwm, e2eMaxRSSKiB)
+	}
+	if got := e.query(t, "SELECT COUNT(*) FROM narrow"); got != "1000000" {
+		t.Errorf("target holds %s rows, want 1000000", got)
+	}
+	if got, want := e.query(t, "SELECT SUM(v) FROM narrow"), e.src.QueryString(t, "SELECT sum(v) FROM public.narrow"); got != want {
+		t.Errorf("target SUM(v) %s, source %s", got, want)
+	}
+}

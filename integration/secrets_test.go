@@ -58,10 +58,13 @@ func secretsRun(t *testing.T, e *e2eEnv, cmd string, insert func()) (output stri
 // (4 characters or more) in stdout or in the log, text or JSON; and with the
 // password pasted as it is (split by the parsers into a host, a port, a
 // database or a key), with a wrong password, or with a closed port, every
-// command fails without showing a piece of it either.
+// command fails without showing a piece of it either. Nor does any event
+// replicate and migrate send to a webhook.
 func TestSecretsNeverShown(t *testing.T) {
 	major := harness.Majors()[0]
 	e := e2ePair(t, major)
+	hooks := newHookReceiver(t, "", false)
+	e.extra = append(e.extra, "PGRELAY_WEBHOOK_URL="+hooks.url)
 	role := "r_" + e.src.DB[:min(len(e.src.DB), 60)]
 	servers := []*harness.PG{e.src}
 	if e.tgt.Port != e.src.Port {
@@ -106,6 +109,20 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	for i, pw := range passwords {
 		t.Run(fmt.Sprintf("pw%d", i), func(t *testing.T) {
+			events := len(hooks.requests())
+			defer func() {
+				var texts []string
+				for _, r := range hooks.requests()[events:] {
+					texts = append(texts, string(r.body))
+					for k, v := range r.fields {
+						texts = append(texts, fmt.Sprintf("%s=%v", k, v))
+					}
+				}
+				if len(texts) == 0 {
+					t.Error("no event was sent")
+				}
+				check(t, "the events", strings.Join(texts, "\n"), pw)
+			}()
 			// What the previous password's runs left: the slot, the
 			// publication and metadata (teardown), the target's table.
 			e.mustRun(time.Minute, "teardown")

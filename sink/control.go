@@ -2,8 +2,10 @@ package sink
 
 import (
 	"context"
+	"time"
 
 	"github.com/pgrelay/pgrelay/schema"
+	"github.com/pgrelay/pgrelay/source"
 )
 
 // The capabilities the relay's control plane uses around apply: reading what
@@ -59,6 +61,28 @@ type Teardowner interface {
 	// Teardown removes everything pgrelay recorded for slot on the target, and
 	// pgrelay's metadata schema itself when no other slot uses it.
 	Teardown(ctx context.Context, slot string) error
+}
+
+// PreparedLister is the capability to list the transactions pgrelay holds
+// prepared on the target for a slot, with how long each has been prepared:
+// the relay tells an operator of one held long (prepared.waiting,
+// PGRELAY_PREPARED_ALERT). The relay asks it on a sink of its own, opened
+// ForInspection, never on the one that applies.
+type PreparedLister interface {
+	// HeldPrepared lists slot's prepared transactions on the target
+	// (OwnGID), oldest first.
+	HeldPrepared(ctx context.Context, slot string) ([]HeldPrepared, error)
+}
+
+// HeldPrepared is one transaction pgrelay holds prepared on the target.
+type HeldPrepared struct {
+	GID string
+	// Age is how long it has been prepared, by the target's clock.
+	Age time.Duration
+	// LSN is the end of its PREPARE in the source WAL when the target can
+	// tell, 0 when not (PostgreSQL's record of it is inside the prepared
+	// transaction itself, invisible until it commits).
+	LSN source.LSN
 }
 
 // TableInspector is the capability to tell what the target holds under the

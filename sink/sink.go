@@ -63,6 +63,8 @@
 //	SequenceChecker      no        status does not compare the sequences with the
 //	                               source's, and says so
 //	StatsReporter        no        /metrics shows no target counters
+//	PreparedLister       no        prepared.waiting is never sent: a transaction
+//	                               held prepared on the target goes unreported
 //	Verifier             no        verify cannot compare the target (sink/verify.go)
 //	VerifyChecksums      no        verify reads and hashes the rows instead of
 //	                               checksumming them on the server

@@ -29,6 +29,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgrelay/pgrelay/internal/redact"
 )
 
 // Format is the body format: FormatJSON (the documented object) or
@@ -72,6 +74,9 @@ type Config struct {
 	// Secrets are more strings never to send or log (e.g. passwords from a
 	// password file).
 	Secrets []string
+	// Redact, when set, also hides secrets in every text field of a body
+	// (cmd/pgrelay's redaction of everything it prints).
+	Redact func(string) string
 
 	// Repeat is how often retrying and slot.at_risk are sent again while the
 	// condition lasts (PGRELAY_WEBHOOK_REPEAT).
@@ -159,7 +164,6 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 	if n.now == nil {
 		n.now = time.Now
 	}
-	n.env = envelope{slot: cfg.Slot, source: Endpoint(cfg.SourceURL), target: Endpoint(cfg.TargetURL)}
 	n.secrets = append(n.secrets, cfg.Secrets...)
 	n.secrets = append(n.secrets, cfg.Secret, passwordOf(cfg.SourceURL), passwordOf(cfg.TargetURL))
 	for i, raw := range cfg.URLs {
@@ -167,11 +171,17 @@ func New(cfg Config, log *slog.Logger) (*Notifier, error) {
 		if err != nil {
 			return nil, err
 		}
+		n.secrets = append(n.secrets, strings.TrimSpace(raw)) // replaced whole, wherever it appears
 		n.secrets = append(n.secrets, URLSecrets(raw)...)
 		n.targets = append(n.targets, t)
 	}
 	// The longest first: a secret that contains another is replaced whole.
 	slices.SortFunc(n.secrets, func(a, b string) int { return len(b) - len(a) })
+	// A password pasted into a URL unescaped may be read as a host or a
+	// database: the endpoints are read from the URLs with their secrets
+	// masked the way every reading of them sees, and scrubbed again.
+	n.env = envelope{slot: cfg.Slot, source: n.scrub(Endpoint(redact.ConnString(cfg.SourceURL))),
+		target: n.scrub(Endpoint(redact.ConnString(cfg.TargetURL)))}
 	n.client = newHTTPClient(cfg)
 	// The deliveries outlive the run's context on purpose: the final event of
 	// a run that was signalled to stop must still go out. Close bounds them.
@@ -269,7 +279,13 @@ func (n *Notifier) Stats() Stats {
 }
 
 // scrub removes every secret from a text field.
-func (n *Notifier) scrub(s string) string { return scrubSecrets(s, n.secrets) }
+func (n *Notifier) scrub(s string) string {
+	s = scrubSecrets(s, n.secrets)
+	if n.cfg.Redact != nil {
+		s = n.cfg.Redact(s)
+	}
+	return s
+}
 
 // payload is one encoded event, shared by the queues of all URLs.
 type payload struct {
@@ -418,24 +434,26 @@ func CheckURL(raw string) error {
 }
 
 // URLSecrets are the parts of a webhook URL that may be credentials, for a
-// log's redaction: the URL itself, its password (or a user name without one,
-// a token), its query, and the path segments long enough to be a token (a
-// Slack, Discord or Teams URL ends in one); short segments such as /hooks are
-// left, which would garble every message that names a path.
+// log's redaction: its password (or a user name without one, a token), the
+// values of its query, and the path segments long enough to be a token (a
+// Slack, Discord or Teams URL ends in one). Not the URL whole, its host or
+// its short segments such as /hooks: a redaction that hides every piece of
+// a secret (cmd/pgrelay's) would garble every message naming a host, a port
+// or a word of the path. A URL that does not parse is taken whole.
 func URLSecrets(raw string) []string {
 	raw = strings.TrimSpace(raw)
-	out := []string{raw}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return out
+		return []string{raw}
 	}
+	var out []string
 	if p, ok := u.User.Password(); ok {
 		out = append(out, p)
 	} else if u.User != nil {
 		out = append(out, u.User.Username())
 	}
-	if u.RawQuery != "" {
-		out = append(out, u.RawQuery)
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
 		if len(seg) >= minTokenLen {

@@ -936,17 +936,46 @@ func TestParseLagAlert(t *testing.T) {
 
 func TestURLSecrets(t *testing.T) {
 	got := URLSecrets(" https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX ")
-	want := []string{"https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX", "XXXXXXXXXXXXXXXXXXXXXXXX"}
+	want := []string{"XXXXXXXXXXXXXXXXXXXXXXXX"}
 	if !slices.Equal(got, want) {
 		t.Errorf("slack: %q, want %q", got, want)
 	}
-	got = URLSecrets("https://user:pass-word@h.example/hooks?token=abc")
-	want = []string{"https://user:pass-word@h.example/hooks?token=abc", "pass-word", "token=abc"}
+	got = URLSecrets("https://user:pass-word@h.example/hooks?token=abc1")
+	want = []string{"pass-word", "abc1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("userinfo: %q, want %q", got, want)
 	}
 	got = URLSecrets("https://tok3n-as-user@h.example/")
 	if !slices.Contains(got, "tok3n-as-user") {
 		t.Errorf("token as user: %q", got)
+	}
+	// Nothing of a URL without credentials: its host, port and path are no
+	// secret, and hiding their pieces would garble every message.
+	if got := URLSecrets("http://127.0.0.1:9000/hooks/pgrelay"); len(got) != 0 {
+		t.Errorf("a URL without credentials: %q, want none", got)
+	}
+}
+
+// A password pasted into a URL unescaped, which a reading of the URL takes
+// for a host or a database, shows in no envelope.
+func TestEnvelopeHidesPastedPassword(t *testing.T) {
+	rc := &receiver{}
+	srv := startReceiver(t, rc)
+	cfg := testConfig(srv.URL)
+	cfg.SourceURL = "postgres://db1.example:5432/app?user=u&password=Qv15kZw@[::1]:1/jXq@[::1]:1/Pyf&sslmode=disable"
+	cfg.TargetURL = "postgres://u:Zq9@[::2]:7/wQ@db2.example:5432/shop"
+	n := mustNew(t, cfg, nil)
+	n.Emit(Event{Type: ReplicateStarted})
+	closeAll(t, n)
+	got := rc.accepted(t)
+	if len(got) != 1 {
+		t.Fatalf("%d events", len(got))
+	}
+	for _, piece := range []string{"Qv15", "::1]", "jXq@", "Zq9@", "::2]"} {
+		for _, f := range []string{"source", "target"} {
+			if s, _ := got[0][f].(string); strings.Contains(s, piece) {
+				t.Errorf("%s %q shows %q of a password", f, s, piece)
+			}
+		}
 	}
 }

@@ -193,6 +193,11 @@ func (n *Notifier) Slot(r source.WALRetention, warnings []source.WALWarning) {
 	}
 }
 
+// WatchesPrepared reports whether Prepared can send anything
+// (Config.PreparedAlert is set): without it the caller need not read the
+// target's prepared transactions.
+func (n *Notifier) WatchesPrepared() bool { return n != nil && n.cfg.PreparedAlert > 0 }
+
 // Prepared is a prepared transaction pgrelay holds on the target.
 type Prepared struct {
 	GID   string     // the target GID

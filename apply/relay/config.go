@@ -37,6 +37,13 @@ type Config struct {
 	// PublicationCheck is how often replicate compares what the publication
 	// publishes of each copied table with what was copied; 0: only at start.
 	PublicationCheck time.Duration
+	// SlotWALAlert is the slot's retained WAL past which it is at risk
+	// (PGRELAY_SLOT_WAL_ALERT); the zero value: only past
+	// max_slot_wal_keep_size.
+	SlotWALAlert source.WALAlert
+	// AlertRepeat is how often a lasting WAL-retention warning is logged
+	// again (PGRELAY_WEBHOOK_REPEAT); 0: notify.DefaultRepeat.
+	AlertRepeat time.Duration
 	// VerifyChunkRows is the rows per chunk verify compares; 0: chosen per
 	// table.
 	VerifyChunkRows int64

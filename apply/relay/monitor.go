@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgrelay/pgrelay/apply"
+	"github.com/pgrelay/pgrelay/apply/notify"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/source"
 )
@@ -22,6 +23,13 @@ type Monitor struct {
 	failures atomic.Int64
 	lastErr  atomic.Pointer[string]
 	streamOK atomic.Bool
+	// lastDurable is the durable position of the last session that
+	// streamed, for replicate.stopped.
+	lastDurable atomic.Uint64
+	// wal is the last reading of the slot's WAL retention; notifier the
+	// relay's (events.go).
+	wal      atomic.Pointer[source.WALRetention]
+	notifier atomic.Pointer[notify.Notifier]
 
 	mu   sync.Mutex
 	sink sink.StatsReporter // the current session's, if it counts
@@ -48,6 +56,9 @@ func (m *Monitor) sessionEnded(err error) {
 		m.sink = nil
 	}
 	m.mu.Unlock()
+	if a := m.applier.Load(); a != nil {
+		m.lastDurable.Store(uint64(a.Durable()))
+	}
 	m.applier.Store(nil)
 	m.stream.Store(nil)
 	if err != nil {
@@ -97,6 +108,15 @@ func (m *Monitor) Received() source.LSN {
 	return 0
 }
 
+// LastDurable is the durable position of the current session or, between
+// sessions, of the last one that streamed; 0 before any did.
+func (m *Monitor) LastDurable() source.LSN {
+	if d := m.Durable(); d != 0 {
+		return d
+	}
+	return source.LSN(m.lastDurable.Load())
+}
+
 // Streaming says a session streams from the source now.
 func (m *Monitor) Streaming() bool { return m.streamOK.Load() }
 
@@ -117,6 +137,7 @@ func (m *Monitor) LastError() string {
 // registry that /metrics serves.
 func (m *Monitor) Collectors() []prometheus.Collector {
 	var out []prometheus.Collector
+	out = append(out, alertCollector{m})
 	gauge := func(name, help string, f func() float64) {
 		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "pgrelay", Name: name, Help: help}, f))
 	}

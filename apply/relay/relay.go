@@ -71,6 +71,7 @@ type Relay struct {
 	target Target
 	log    *slog.Logger
 	mon    *Monitor
+	ev     events // operator events (events.go)
 
 	// Progress, when set, shows the snapshot copy's progress (a terminal).
 	Progress io.Writer
@@ -127,7 +128,8 @@ type attempt func(ctx context.Context, migrate bool) (caughtUp source.LSN, err e
 // run runs one replicate or migrate command: a session, and new sessions
 // with backoff after errors a retry can cure (a server gone away, the slot
 // busy), until the command is done or told to stop.
-func (r *Relay) run(ctx context.Context, migrate bool, session attempt) (source.LSN, error) {
+func (r *Relay) run(ctx context.Context, migrate bool, session attempt) (caughtUp source.LSN, err error) {
+	defer r.ended(migrate, r.begin(), &caughtUp, &err)
 	backoff := time.Second
 	failures := 0 // in a row, without a session that reached streaming
 	// A value the target refused, again and again at the same change, does
@@ -176,6 +178,7 @@ func (r *Relay) run(ctx context.Context, migrate bool, session attempt) (source.
 		if r.now().Sub(start) > time.Minute {
 			backoff = time.Second
 		}
+		r.ev.n.Retrying(err)
 		r.log.Warn("will retry", "in", backoff, "error", err.Error())
 		select {
 		case <-ctx.Done():
@@ -342,6 +345,7 @@ func (r *Relay) session(ctx context.Context, migrate bool) (caughtUp source.LSN,
 		log.Warn("published tables without a replica identity: UPDATE and DELETE on them now FAIL ON THE SOURCE (cannot update table because it does not have a replica identity and publishes updates); give each a primary key or run ALTER TABLE … REPLICA IDENTITY FULL, or leave them out with PGRELAY_TABLES",
 			"publication", cfg.Publication, "tables", strings.Join(pre.Keyless, ", "))
 	}
+	r.checkWAL(ctx, srcConn)
 
 	twoPhase := pre.ServerMajor >= 15 && cfg.TwoPhase != "off" && canPrepare(tgt)
 	if cfg.TwoPhase == "on" && !twoPhase {
@@ -371,6 +375,7 @@ func (r *Relay) session(ctx context.Context, migrate bool) (caughtUp source.LSN,
 	}
 	sd := &seeder{cfg: cfg, log: log, tgt: tgt, cat: cat, facts: facts, major: pre.ServerMajor, twoPhase: twoPhase, slot: pre.Slot, srcConn: srcConn,
 		repl: conns.takeRepl(), progress: r.Progress, sharedCores: r.sharedCores()}
+	sd.copied = r.ev.copiedTables
 	repl, syncLSN, err := sd.seed(ctx)
 	if repl == nil {
 		// Not taken for a new slot: the stream's.
@@ -516,6 +521,7 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 	r.mon.applier.Store(applier)
 	r.mon.stream.Store(st)
 	r.mon.streamOK.Store(true)
+	r.streaming(migrate, startLSN)
 	log.Info("streaming", "slot", cfg.Slot, "from", startLSN.String(), "proto", opts.Proto, "two_phase", opts.TwoPhase, "streaming", opts.Streaming)
 	defer streamProcs(r.sharedCores(), r.getenv, log)()
 
@@ -529,11 +535,14 @@ func (r *Relay) stream(ctx context.Context, migrate bool, tgt sink.Target, cat *
 		}
 		log.Info("catching up", "to", cu.target.String())
 	}
-	var watch func(context.Context) error
+	var watch, alerts func(context.Context) error
 	if !migrate && cfg.PublicationCheck > 0 {
 		watch = func(ctx context.Context) error { return watchPublication(ctx, cfg, tgt, major, log) }
 	}
-	applyErr := r.follow(ctx, st, source.NewDecoder(opts.Proto), applier, cu, watch)
+	if !migrate {
+		alerts = func(ctx context.Context) error { return r.watchAlerts(ctx, applier) }
+	}
+	applyErr := r.follow(ctx, st, source.NewDecoder(opts.Proto), applier, cu, watch, alerts)
 	durable := applier.Durable()
 	if applyErr != nil {
 		if retryable(applyErr) && ctx.Err() == nil {
@@ -592,10 +601,10 @@ func (c *catchUp) onMessage(_ context.Context, m *source.LogicalMessage, lsn sou
 }
 
 // follow applies st with applier until ctx ends (a signal), migrate catches
-// up (cu), watch (nil: none) or apply fails, or the stream ends; then, apply
+// up (cu), a watch (nil: none) or apply fails, or the stream ends; then, apply
 // stopped, it flushes what is in hand and acknowledges what is durable before
 // the stream closes. It returns the session's error, nil for a clean stop.
-func (r *Relay) follow(ctx context.Context, st replStream, dec apply.Decoder, applier *apply.Applier, cu *catchUp, watch func(context.Context) error) error {
+func (r *Relay) follow(ctx context.Context, st replStream, dec apply.Decoder, applier *apply.Applier, cu *catchUp, watches ...func(context.Context) error) error {
 	migrate, caughtUp, target := cu.migrate, &cu.reached, cu.target
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
@@ -633,8 +642,10 @@ func (r *Relay) follow(ctx context.Context, st replStream, dec apply.Decoder, ap
 			}
 		})
 	}
-	if watch != nil {
-		g.Go(func() error { return watch(applyCtx) })
+	for _, watch := range watches {
+		if watch != nil {
+			g.Go(func() error { return watch(applyCtx) })
+		}
 	}
 	g.Go(func() error {
 		err := apply.Run(applyCtx, st, dec, applier)

@@ -23,8 +23,24 @@ import (
 type testRelay struct {
 	*Relay
 	logs     *bytes.Buffer
+	mu       sync.Mutex // clock is read by the notifier's goroutine too
 	clock    time.Time
 	backoffs []time.Duration
+}
+
+// now reads the test clock.
+func (tr *testRelay) now() time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.clock
+}
+
+// advance moves the test clock on by d and returns the new time.
+func (tr *testRelay) advance(d time.Duration) time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.clock = tr.clock.Add(d)
+	return tr.clock
 }
 
 func newTestRelay(t *testing.T, cfg Config, tgt *applytest.Sink) *testRelay {
@@ -42,12 +58,11 @@ func newTestRelay(t *testing.T, cfg Config, tgt *applytest.Sink) *testRelay {
 		t.Fatal(err)
 	}
 	tr := &testRelay{Relay: r, logs: logs, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	r.now = func() time.Time { return tr.clock }
+	r.now = tr.now
 	r.after = func(d time.Duration) <-chan time.Time {
 		tr.backoffs = append(tr.backoffs, d)
-		tr.clock = tr.clock.Add(d)
 		ch := make(chan time.Time, 1)
-		ch <- tr.clock
+		ch <- tr.advance(d)
 		return ch
 	}
 	return tr
@@ -66,7 +81,7 @@ type script struct {
 func (s *script) session(ctx context.Context, migrate bool) (source.LSN, error) {
 	i := s.calls
 	s.calls++
-	s.tr.clock = s.tr.clock.Add(s.took)
+	s.tr.advance(s.took)
 	if s.streamed[i] {
 		s.tr.mon.streamOK.Store(true)
 	}

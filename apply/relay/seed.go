@@ -37,6 +37,8 @@ type seeder struct {
 	progress io.Writer // the copy's progress display, when set
 	// sharedCores says the source and target servers share this machine.
 	sharedCores bool
+	// copied, when set, gets what each snapshot copy copied.
+	copied func(snapshot.Result)
 }
 
 // tableSync is the snapshot a table's copy was redone under, later than the
@@ -567,7 +569,10 @@ func (s *seeder) copy(ctx context.Context, snapshotName string, tables []snapsho
 	if r, ok := s.facts.(schema.BatchIndexReader); ok {
 		idx = r
 	}
-	_, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major, Pool: pool}, tables, s.tgt, idx)
+	res, err := snapshot.Copy(ctx, scfg, snapshot.Source{URL: s.cfg.SourceURL, SnapshotName: snapshotName, Major: s.major, Pool: pool}, tables, s.tgt, idx)
+	if err == nil && s.copied != nil {
+		s.copied(res)
+	}
 	return err
 }
 

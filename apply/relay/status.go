@@ -30,6 +30,9 @@ type StatusReport struct {
 		InvalidationReason string `json:"invalidation_reason,omitempty"`
 	} `json:"slot"`
 	SourceWALLSN string `json:"source_wal_lsn"`
+	// WALRetention is how much WAL the source keeps for the slot, its limit,
+	// and what is worth a warning (PGRELAY_SLOT_WAL_ALERT).
+	WALRetention WALRetentionStatus `json:"wal_retention"`
 	// AppliedLSN, LagBytes and LagSeconds are null while nothing is applied
 	// (no position stored for the slot, or only an older slot's while a new
 	// snapshot copy is unfinished): there is no lag to speak of, and 0 would
@@ -216,6 +219,9 @@ func (r *Relay) Status(ctx context.Context) (*StatusReport, error) {
 		return nil, err
 	}
 	rep.SourceWALLSN = walLSN.String()
+	if err := r.addWALRetention(ctx, src, &rep); err != nil {
+		return nil, err
+	}
 
 	// A target pgrelay never wrote to has no metadata: report it unseeded.
 	hasMeta, err := tgt.HasMetadata(ctx)

@@ -167,6 +167,13 @@ type tableRun struct {
 	bytes     atomic.Int64
 }
 
+// copied adds to the table's counters what a COPY out of the source read
+// (source.CopyOut): the ranges of a table copied at once all add to them.
+func (r *tableRun) copied(rows, bytes int64) {
+	r.rows.Add(rows)
+	r.bytes.Add(bytes)
+}
+
 // Copy copies tables under the source's exported snapshot. Each table goes
 // pending → copying → copied → indexed in the target's seed state. The
 // exporting replication connection must stay idle until Copy returns.
@@ -570,12 +577,12 @@ func copyJob(ctx context.Context, conn *pgx.Conn, in *bufio.Reader, j job, targe
 		return false, err
 	}
 	pg := conn.PgConn()
-	out, err := startCopyOut(ctx, pg.Frontend(), in, pg.Conn(), copyOutSQL(j), j.table)
+	out, err := source.StartCopyOut(ctx, pg.Frontend(), in, pg.Conn(), copyOutSQL(j), j.table.copied)
 	if err != nil {
 		return false, fmt.Errorf("snapshot: copy %s out of the source: %w", t.QualifiedName(), err)
 	}
 	rows, err := load(ctx, t, out)
-	srcErr, reusable := out.finish(err)
+	srcErr, reusable := out.Finish(err)
 	if srcErr != nil && err == nil {
 		return false, fmt.Errorf("snapshot: copy %s out of the source: %w", t.QualifiedName(), srcErr)
 	}
@@ -587,7 +594,7 @@ func copyJob(ctx context.Context, conn *pgx.Conn, in *bufio.Reader, j job, targe
 		}
 		return false, fmt.Errorf("snapshot: copy %s into the target: %w", t.QualifiedName(), err)
 	}
-	j.table.rows.Add(rows - out.rows)
+	j.table.rows.Add(rows - out.Rows())
 	return reusable, nil
 }
 

@@ -511,6 +511,7 @@ func (c *Config) Validate(n need) error {
 	for _, err := range c.Notify.Validate(envName) {
 		errs = add(errs, keyWebhookURL, err)
 	}
+	c.SlotWALAlert, c.AlertRepeat = c.Notify.SlotWALAlert, c.Notify.WebhookRepeat
 	slices.SortStableFunc(errs, func(a, b keyedError) int {
 		return settingIndex(a.key) - settingIndex(b.key)
 	})

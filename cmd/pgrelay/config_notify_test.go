@@ -159,3 +159,28 @@ func TestWebhookSecretsNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// A webhook URL without credentials hides nothing: log lines naming the same
+// host, a port or a word of its path stay readable (the whole URL taken for
+// a secret hid every four bytes of it, "127." and "pgre" included, wherever
+// they appeared).
+func TestWebhookURLLeavesLogsReadable(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PGRELAY_SOURCE_URL", "postgres://u:hunter22@h/db")
+	t.Setenv("PGRELAY_WEBHOOK_URL", "http://127.0.0.1:9000/hooks/pgrelay")
+	cfg, err := loadConfig(os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(needSource); err != nil {
+		t.Fatal(err)
+	}
+	var logBuf bytes.Buffer
+	log := newLogger(&logBuf, "text", "info", newRedactor(os.LookupEnv, cfg))
+	log.Info("serving /metrics and /healthz", "addr", "127.0.0.1:9187", "gid", "pgrelay_slot_7", "hooks", "http://127.0.0.1:9000/hooks/x")
+	for _, want := range []string{"addr=127.0.0.1:9187", "gid=pgrelay_slot_7", "hooks=http://127.0.0.1:9000/hooks/x"} {
+		if !strings.Contains(logBuf.String(), want) {
+			t.Errorf("log lacks %q: %s", want, logBuf.String())
+		}
+	}
+}

@@ -74,12 +74,12 @@ var commands = map[string]command{
 	"replicate": {
 		summary: "copy the tables when the target is not seeded, then stream changes until SIGTERM/SIGINT",
 		needs:   needSource | needTarget,
-		run:     runReplicate,
+		run:     withEvents(runReplicate),
 	},
 	"migrate": {
 		summary: "copy the tables when the target is not seeded, catch up with the source, exit",
 		needs:   needSource | needTarget,
-		run:     runMigrate,
+		run:     withEvents(runMigrate),
 	},
 	"status": {
 		summary: "show the slot, the lag, the last applied LSN, each table's copy state and whether the target is ready to switch to (--json)",

@@ -56,6 +56,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(w, "slot\t%s: %s\n", slot.Name, slotLine)
 	fmt.Fprintf(w, "source WAL\t%s\n", r.SourceWALLSN)
+	walLines(w, r)
 	applied := r.AppliedLSN != nil
 	switch {
 	case r.Copy.StalePosition:

@@ -27,24 +27,68 @@ type MY struct {
 	User     string
 	Password string
 
-	mu  sync.Mutex
-	db  *sql.DB // for Exec and QueryString; opened on first use
-	srv *myServer
+	mu        sync.Mutex
+	db        *sql.DB // for Exec and QueryString; opened on first use
+	srv       *myServer
+	dedicated bool
+}
+
+// MYOption changes how MariaDB prepares a database.
+type MYOption func(*myOptions)
+
+type myOptions struct {
+	dedicated bool
+	args      []string // more mariadbd options
+}
+
+// MariaDBDedicated gives the test a MariaDB server of its own (its CPU and
+// I/O are the test's alone, e.g. for a benchmark), removed when the test
+// ends or by Destroy.
+func MariaDBDedicated() MYOption {
+	return func(o *myOptions) { o.dedicated = true }
+}
+
+// MariaDBBinlog gives the test a dedicated MariaDB server that writes a
+// binary log as production servers usually do, durable at every commit:
+// --log-bin --sync-binlog=1 --binlog-format=ROW.
+func MariaDBBinlog() MYOption {
+	return func(o *myOptions) {
+		o.dedicated = true
+		o.args = append(o.args, "--log-bin=mariadb-bin", "--sync-binlog=1", "--binlog-format=ROW", "--server-id=1")
+	}
 }
 
 // MariaDB returns a ready, fresh database on the MariaDB server shared by the
 // test binary, started on first use (installing mariadb-server through
-// scripts/install-mariadb.sh when it is missing). The database is left on the
-// temporary server when the test ends: dropping it could wait on the locks of
-// an XA transaction the test left prepared.
-func MariaDB(t testing.TB) *MY {
+// scripts/install-mariadb.sh when it is missing), or with MariaDBDedicated on
+// a server of its own. The database is left on the temporary server when the
+// test ends: dropping it could wait on the locks of an XA transaction the
+// test left prepared.
+func MariaDB(t testing.TB, opts ...MYOption) *MY {
 	t.Helper()
-	srv, started, took, err := sharedMariaDB()
-	if err != nil {
-		t.Fatal(err)
+	var o myOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if started {
-		t.Logf("harness: started shared MariaDB %s on 127.0.0.1:%d in %v", srv.version, srv.port, took.Round(time.Millisecond))
+	var srv *myServer
+	if o.dedicated {
+		start := time.Now()
+		s, err := newMariaDBServer(o.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.shutdown)
+		t.Logf("harness: started dedicated MariaDB %s on 127.0.0.1:%d in %v", s.version, s.port, time.Since(start).Round(time.Millisecond))
+		srv = s
+	} else {
+		s, started, took, err := sharedMariaDB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if started {
+			t.Logf("harness: started shared MariaDB %s on 127.0.0.1:%d in %v", s.version, s.port, took.Round(time.Millisecond))
+		}
+		srv = s
 	}
 	db := dbName(t, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -52,9 +96,31 @@ func MariaDB(t testing.TB) *MY {
 	if _, err := srv.root.ExecContext(ctx, "CREATE DATABASE "+mysqlIdent(db)+" CHARACTER SET utf8mb4"); err != nil {
 		t.Fatalf("harness: create database %s on MariaDB: %v", db, err)
 	}
-	m := &MY{Host: "127.0.0.1", Port: srv.port, DB: db, User: testUser, Password: srv.password, srv: srv}
+	m := &MY{Host: "127.0.0.1", Port: srv.port, DB: db, User: testUser, Password: srv.password, srv: srv, dedicated: o.dedicated}
 	t.Cleanup(m.close)
 	return m
+}
+
+// ServerPID is the process id of the database's mariadbd: its CPU time in
+// /proc/<pid>/stat is the server's (all its threads).
+func (m *MY) ServerPID() int {
+	m.srv.mu.Lock()
+	defer m.srv.mu.Unlock()
+	if m.srv.proc == nil {
+		return 0
+	}
+	return m.srv.proc.cmd.Process.Pid
+}
+
+// Destroy stops the dedicated server at once and removes its files, before
+// the end of the test (a benchmark freeing memory and disk between copies).
+func (m *MY) Destroy(t testing.TB) {
+	t.Helper()
+	if !m.dedicated {
+		t.Fatalf("harness: Destroy of MariaDB database %s: the server is shared; use MariaDBDedicated", m.DB)
+	}
+	m.close()
+	m.srv.shutdown()
 }
 
 // URL is the database's URL in the form pgrelay takes for a MySQL target:
@@ -259,7 +325,8 @@ func mariaDBPrograms() (server, installDB string, err error) {
 	return "", "", fmt.Errorf("harness: scripts/install-mariadb.sh ran but mariadbd or mariadb-install-db is still missing; install them: apt-get install mariadb-server")
 }
 
-func newMariaDBServer() (*myServer, error) {
+// newMariaDBServer starts a server with the harness's options and args.
+func newMariaDBServer(args ...string) (*myServer, error) {
 	server, installDB, err := mariaDBPrograms()
 	if err != nil {
 		return nil, err
@@ -301,7 +368,7 @@ func newMariaDBServer() (*myServer, error) {
 		}
 		s.port = port
 		offset := fileSize(s.logPath)
-		p, err := startDaemon("MariaDB", []string{server,
+		p, err := startDaemon("MariaDB", append([]string{server,
 			"--no-defaults",
 			"--datadir=" + s.dataDir,
 			"--port=" + strconv.Itoa(port),
@@ -317,7 +384,7 @@ func newMariaDBServer() (*myServer, error) {
 			"--local-infile=1",
 			"--max-connections=500",
 			"--innodb-buffer-pool-size=256M",
-		}, acct, s.logPath, env)
+		}, args...), acct, s.logPath, env)
 		if err != nil {
 			s.shutdown()
 			return nil, err

@@ -116,6 +116,7 @@ var (
 	_ sink.JoinedTableCopier   = (*Sink)(nil)
 	_ sink.SequenceSetter      = (*Sink)(nil)
 	_ sink.StatsReporter       = (*Sink)(nil)
+	_ sink.PreparedLister      = (*Sink)(nil)
 )
 
 // Options tune the sink. The zero value is usable.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -271,6 +272,33 @@ func (s *Sink) PreparedGIDs(ctx context.Context, prefix string) ([]string, error
 		return nil, fmt.Errorf("sink/postgres: list prepared transactions: %w", err)
 	}
 	return gids, nil
+}
+
+// HeldPrepared lists slot's prepared transactions in the target's current
+// database with their age by the server's clock (sink.PreparedLister).
+func (s *Sink) HeldPrepared(ctx context.Context, slot string) ([]sink.HeldPrepared, error) {
+	var held []sink.HeldPrepared
+	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT gid, extract(epoch FROM pg_catalog.statement_timestamp() - prepared)::float8
+			FROM pg_catalog.pg_prepared_xacts
+			WHERE database = pg_catalog.current_database() AND pg_catalog.left(gid, pg_catalog.length($1)) = $1 ORDER BY prepared, gid`, sink.GIDPrefix(slot))
+		if err != nil {
+			return err
+		}
+		var gid string
+		var age float64
+		_, err = pgx.ForEachRow(rows, []any{&gid, &age}, func() error {
+			if sink.OwnGID(slot, gid) {
+				held = append(held, sink.HeldPrepared{GID: gid, Age: time.Duration(max(age, 0) * float64(time.Second))})
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink/postgres: list the prepared transactions of slot %q: %w", slot, err)
+	}
+	return held, nil
 }
 
 // PreparedRow reports whether pgrelay.prepared holds a committed row for gid. A

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
@@ -76,6 +77,7 @@ var capabilityCases = []struct {
 	{"DDLCommitsImplicitly", testDDLCommits},
 	{"AsyncCommit", testAsyncCommit},
 	{"PreparedCommits", testPreparedCommits},
+	{"PreparedLister", testPreparedLister},
 	{"Sequences", testSequences},
 	{"SchemaCarrier", testSchemaCarrier},
 	{"CutoverRecorder", testCutoverRecorder},
@@ -620,6 +622,40 @@ func testPreparedCommits(t *testing.T, tgt Target) {
 	wantRows(t, tgt, items, `1|\N|\N`)
 	if p := progressOf(t, tgt); p.LSN != lsn(200) {
 		t.Errorf("progress %s, want %s", p.LSN, lsn(200))
+	}
+}
+
+// testPreparedLister: the transactions prepared for the slot are listed with
+// their age, another slot's are not, and a finished one is gone.
+func testPreparedLister(t *testing.T, tgt Target) {
+	items := ItemsTable("public", "prepared_lister")
+	s, _ := open(t, tgt, items)
+	pl, ok := s.(sink.PreparedLister)
+	if !ok {
+		t.Skip("the sink has no sink.PreparedLister: prepared.waiting is never sent")
+	}
+	tp := twoPhase(t, s)
+	ctx := ctxFor(t)
+	if held, err := pl.HeldPrepared(ctx, Slot); err != nil || len(held) != 0 {
+		t.Fatalf("nothing prepared: %+v, %v", held, err)
+	}
+	mine, other := sink.GID(Slot, 911), sink.GID(Slot+"_b", 912) // the other's prefix extends ours
+	prepare(t, s, tp, mine, lsn(100), Ins(items, lsn(1), Row(T("1"), N(), N())))
+	prepare(t, s, tp, other, lsn(110), Ins(items, lsn(2), Row(T("2"), N(), N())))
+	t.Cleanup(func() { _ = tp.RollbackPrepared(ctxFor(t), other, sink.Progress{Slot: Slot + "_b", LSN: lsn(120)}) })
+	held, err := pl.HeldPrepared(ctx, Slot)
+	if err != nil || len(held) != 1 || held[0].GID != mine || held[0].Age < 0 || held[0].Age > time.Hour {
+		t.Fatalf("prepared %s and %s: held %+v, %v; want %s alone, with an age of moments", mine, other, held, err, mine)
+	}
+	again, err := pl.HeldPrepared(ctx, Slot)
+	if err != nil || len(again) != 1 || again[0].Age < held[0].Age {
+		t.Errorf("asked again: %+v, %v; want %s, no younger than %v", again, err, mine, held[0].Age)
+	}
+	if err := tp.CommitPrepared(ctx, mine, sink.Progress{Slot: Slot, LSN: lsn(200)}); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := pl.HeldPrepared(ctx, Slot); err != nil || len(held) != 0 {
+		t.Errorf("after COMMIT PREPARED: %+v, %v; want none", held, err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package snapshot
+package source
 
 import (
 	"bufio"
@@ -10,12 +10,25 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
+
+// copyReadBytes is the size of the buffer a snapshot connection's frontend
+// reads through (apply/snapshot's Conn).
+const copyReadBytes = 256 << 10
+
+// copyCounts is what a COPY's count function was given.
+type copyCounts struct{ rows, bytes atomic.Int64 }
+
+func (c *copyCounts) count(rows, bytes int64) {
+	c.rows.Add(rows)
+	c.bytes.Add(bytes)
+}
 
 // fakeSource is the server end of a connection: it checks the query and
 // answers with the messages a test gives it. The client's frontend reads
@@ -24,7 +37,7 @@ func fakeSource(t *testing.T) (client net.Conn, fe *pgproto3.Frontend, in *bufio
 	t.Helper()
 	client, server = net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
-	in = bufio.NewReaderSize(client, sourceReadBytes)
+	in = bufio.NewReaderSize(client, copyReadBytes)
 	return client, pgproto3.NewFrontend(in, client), in, pgproto3.NewBackend(server, server), server
 }
 
@@ -80,8 +93,8 @@ func TestCopyOutReadsEveryRowThenEOF(t *testing.T) {
 	msgs = append(msgs, &pgproto3.CopyDone{}, &pgproto3.CommandComplete{CommandTag: []byte("COPY 2055")}, &pgproto3.ReadyForQuery{TxStatus: 'T'})
 	served := serve(t, be, msgs...)
 
-	run := &tableRun{}
-	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY (SELECT 1) TO STDOUT", run)
+	run := &copyCounts{}
+	c, err := StartCopyOut(context.Background(), fe, in, nc, "COPY (SELECT 1) TO STDOUT", run.count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +105,12 @@ func TestCopyOutReadsEveryRowThenEOF(t *testing.T) {
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("read %d bytes, want %d (the rows' payloads, in order)", len(got), want.Len())
 	}
-	srcErr, reusable := c.finish(nil)
+	srcErr, reusable := c.Finish(nil)
 	if srcErr != nil || !reusable {
-		t.Fatalf("finish: %v, reusable %v; want no error and a reusable connection", srcErr, reusable)
+		t.Fatalf("Finish: %v, reusable %v; want no error and a reusable connection", srcErr, reusable)
 	}
-	if c.rows != rows || run.rows.Load() != rows || run.bytes.Load() != int64(want.Len()) {
-		t.Errorf("counted %d rows (table %d), %d bytes; want %d rows, %d bytes", c.rows, run.rows.Load(), run.bytes.Load(), rows, want.Len())
+	if c.Rows() != rows || run.rows.Load() != rows || run.bytes.Load() != int64(want.Len()) {
+		t.Errorf("counted %d rows (table %d), %d bytes; want %d rows, %d bytes", c.Rows(), run.rows.Load(), run.bytes.Load(), rows, want.Len())
 	}
 	if err := <-served; err != nil {
 		t.Fatal(err)
@@ -144,7 +157,7 @@ func TestCopyOutReturnsWithoutWaiting(t *testing.T) {
 		be.Send(&pgproto3.ReadyForQuery{TxStatus: 'T'})
 		served <- be.Flush()
 	}()
-	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := StartCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", (&copyCounts{}).count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +195,7 @@ func TestCopyOutServerError(t *testing.T) {
 	serve(t, be, &pgproto3.CopyOutResponse{}, &pgproto3.CopyData{Data: []byte("1\n")},
 		&pgproto3.ErrorResponse{Severity: "ERROR", Code: "57P01", Message: "terminating connection due to administrator command"},
 		&pgproto3.ReadyForQuery{TxStatus: 'E'})
-	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := StartCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", (&copyCounts{}).count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,16 +204,16 @@ func TestCopyOutServerError(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "57P01" || string(got) != "1\n" {
 		t.Fatalf("read %q, then %v; want the row, then the server's error", got, err)
 	}
-	srcErr, reusable := c.finish(errors.New("COPY from stdin failed"))
+	srcErr, reusable := c.Finish(errors.New("COPY from stdin failed"))
 	if !errors.As(srcErr, &pgErr) || reusable {
-		t.Fatalf("finish: %v, reusable %v; want the server's error, not reusable", srcErr, reusable)
+		t.Fatalf("Finish: %v, reusable %v; want the server's error, not reusable", srcErr, reusable)
 	}
 }
 
 func TestCopyOutConnectionLost(t *testing.T) {
 	nc, fe, in, be, server := fakeSource(t)
 	served := serve(t, be, &pgproto3.CopyOutResponse{}, &pgproto3.CopyData{Data: []byte("1\n")})
-	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := StartCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", (&copyCounts{}).count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +222,8 @@ func TestCopyOutConnectionLost(t *testing.T) {
 	if err == nil || err == io.EOF || !strings.Contains(err.Error(), "source closed the connection") {
 		t.Fatalf("Read ended with %v, want the lost connection", err)
 	}
-	if srcErr, reusable := c.finish(err); srcErr == nil || reusable {
-		t.Fatalf("finish: %v, reusable %v; want the source's error", srcErr, reusable)
+	if srcErr, reusable := c.Finish(err); srcErr == nil || reusable {
+		t.Fatalf("Finish: %v, reusable %v; want the source's error", srcErr, reusable)
 	}
 }
 
@@ -235,7 +248,7 @@ func (w *waitingReader) Read(p []byte) (int, error) {
 }
 
 // A target that fails while the loader's goroutine waits in Read for the
-// source: finish cuts the wait short and blames nothing on the source.
+// source: Finish cuts the wait short and blames nothing on the source.
 func TestCopyOutTargetFailsFirst(t *testing.T) {
 	nc, server := net.Pipe()
 	t.Cleanup(func() { nc.Close(); server.Close() })
@@ -244,10 +257,10 @@ func TestCopyOutTargetFailsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &waitingReader{Conn: nc, n: len(response), waiting: make(chan struct{})}
-	in := bufio.NewReaderSize(src, sourceReadBytes)
+	in := bufio.NewReaderSize(src, copyReadBytes)
 	fe, be := pgproto3.NewFrontend(in, nc), pgproto3.NewBackend(server, server)
 	serve(t, be, &pgproto3.CopyOutResponse{})
-	c, err := startCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := StartCopyOut(context.Background(), fe, in, nc, "COPY t TO STDOUT", (&copyCounts{}).count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,14 +274,14 @@ func TestCopyOutTargetFailsFirst(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Read did not wait for the source after the CopyOutResponse")
 	}
-	srcErr, reusable := c.finish(errors.New("duplicate key"))
+	srcErr, reusable := c.Finish(errors.New("duplicate key"))
 	if srcErr != nil || reusable {
-		t.Fatalf("finish: %v, reusable %v; want no source error, not reusable", srcErr, reusable)
+		t.Fatalf("Finish: %v, reusable %v; want no source error, not reusable", srcErr, reusable)
 	}
 	select {
 	case <-readErr:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the Read waiting for the source did not return after finish")
+		t.Fatal("the Read waiting for the source did not return after Finish")
 	}
 }
 
@@ -276,7 +289,7 @@ func TestCopyOutContextCanceled(t *testing.T) {
 	nc, fe, in, be, _ := fakeSource(t)
 	serve(t, be, &pgproto3.CopyOutResponse{})
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := startCopyOut(ctx, fe, in, nc, "COPY t TO STDOUT", &tableRun{})
+	c, err := StartCopyOut(ctx, fe, in, nc, "COPY t TO STDOUT", (&copyCounts{}).count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +297,7 @@ func TestCopyOutContextCanceled(t *testing.T) {
 	if _, err := readAll(c); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read ended with %v, want context.Canceled", err)
 	}
-	if _, reusable := c.finish(context.Canceled); reusable {
-		t.Fatal("finish: the connection is reusable after its deadline was set")
+	if _, reusable := c.Finish(context.Canceled); reusable {
+		t.Fatal("Finish: the connection is reusable after its deadline was set")
 	}
 }

@@ -1,4 +1,4 @@
-package snapshot
+package source
 
 import (
 	"bufio"
@@ -15,17 +15,17 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// copyOut is the source side of one job: a COPY … TO STDOUT whose data the
-// target's loader reads (Read) straight out of the source connection's
-// receive buffer. pgconn's CopyTo pushes one row at a time into a writer; a
+// CopyOut is the source side of a table's copy: a COPY … TO STDOUT whose
+// data the target's loader reads (Read) straight out of the source
+// connection's receive buffer. pgconn's CopyTo pushes one row at a time into a writer; a
 // pipe between it and the loader cost a goroutine hand-off and two more
 // copies of every byte. Here the loader's goroutine pulls: each Read fills
 // the loader's buffer with as many CopyData payloads as fit.
 //
-// The connection must be idle when the COPY starts (the worker's snapshot
-// transaction, between jobs). After an error the connection is in an
+// The connection must be idle when the COPY starts (a copy worker's
+// snapshot transaction, between jobs). After an error the connection is in an
 // unknown state and must be closed; after io.EOF it is idle again.
-type copyOut struct {
+type CopyOut struct {
 	fe      *pgproto3.Frontend
 	in      *bufio.Reader // under fe, or nil
 	pending []byte        // rest of the last CopyData payload; valid until the next Receive
@@ -34,8 +34,8 @@ type copyOut struct {
 	err     error         // the server's error, or the connection's
 
 	// Progress, per CopyData message (one row; in binary format the
-	// trailer is one more), added to the table's counters every countBatch.
-	run          *tableRun
+	// trailer is one more), passed to count every countBatch.
+	count        func(rows, bytes int64)
 	rows         int64
 	rowsN, bytes int64
 
@@ -49,12 +49,13 @@ type copyOut struct {
 	mu sync.Mutex
 }
 
-// startCopyOut sends sql (a COPY … TO STDOUT) through fe, the frontend of
+// StartCopyOut sends sql (a COPY … TO STDOUT) through fe, the frontend of
 // an idle connection over nc, which reads through in (nil: straight from
-// nc). When ctx ends before the copy does, nc's read deadline cuts the wait
-// short and Read returns ctx's error.
-func startCopyOut(ctx context.Context, fe *pgproto3.Frontend, in *bufio.Reader, nc net.Conn, sql string, run *tableRun) (*copyOut, error) {
-	c := &copyOut{fe: fe, in: in, run: run, ctx: ctx, nc: nc}
+// nc). count is given the rows and bytes read since it was last called, from
+// the loader's goroutine. When ctx ends before the copy does, nc's read
+// deadline cuts the wait short and Read returns ctx's error.
+func StartCopyOut(ctx context.Context, fe *pgproto3.Frontend, in *bufio.Reader, nc net.Conn, sql string, count func(rows, bytes int64)) (*CopyOut, error) {
+	c := &CopyOut{fe: fe, in: in, count: count, ctx: ctx, nc: nc}
 	c.fe.SendQuery(&pgproto3.Query{String: sql})
 	if err := c.fe.Flush(); err != nil {
 		return nil, fmt.Errorf("send the COPY: %w", err)
@@ -69,7 +70,7 @@ func startCopyOut(ctx context.Context, fe *pgproto3.Frontend, in *bufio.Reader, 
 // Read fills p with COPY data. It returns what it has rather than wait for
 // more when the connection's buffer is empty, so the loader sends it on
 // while the source produces the next rows.
-func (c *copyOut) Read(p []byte) (int, error) {
+func (c *CopyOut) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -100,7 +101,7 @@ func (c *copyOut) Read(p []byte) (int, error) {
 
 // buffered is how many bytes of the source's are read but not yet in fe's
 // buffer.
-func (c *copyOut) buffered() int {
+func (c *CopyOut) buffered() int {
 	if c.in == nil {
 		return 0
 	}
@@ -108,7 +109,7 @@ func (c *copyOut) buffered() int {
 }
 
 // receive reads the next message of the COPY's response.
-func (c *copyOut) receive() error {
+func (c *CopyOut) receive() error {
 	msg, err := c.fe.Receive()
 	if err != nil {
 		if c.cut.Load() {
@@ -154,12 +155,12 @@ func (c *copyOut) receive() error {
 	return nil
 }
 
-// finish ends the copy's source side once the loader has returned loadErr,
+// Finish ends the copy's source side once the loader has returned loadErr,
 // and returns the source's own error, if any. It reports whether the
 // connection can be used again: the loader read the COPY's response to its
 // end, without error. After a loader error a Read may still be waiting on the
 // source; the read deadline cuts it short, and the connection is done for.
-func (c *copyOut) finish(loadErr error) (srcErr error, reusable bool) {
+func (c *CopyOut) Finish(loadErr error) (srcErr error, reusable bool) {
 	watching := c.stopWatch()
 	if loadErr != nil {
 		c.cut.Store(true)
@@ -174,16 +175,19 @@ func (c *copyOut) finish(loadErr error) (srcErr error, reusable bool) {
 	return c.err, watching && loadErr == nil && c.done && c.err == nil
 }
 
-// countBatch is how many rows are counted before the table's shared
-// counters, which the ranges copied at once all add to, are updated.
+// countBatch is how many rows are counted before count is called: a table's
+// counters are shared by the ranges copied at once.
 const countBatch = 1024
 
-// errCut is what a Read cut short by finish returns: not the source's fault.
+// errCut is what a Read cut short by Finish returns: not the source's fault.
 var errCut = errors.New("the target's load ended first")
 
-// flush adds what was counted since the last flush to the table's counters.
-func (c *copyOut) flush() {
-	c.run.rows.Add(c.rowsN)
-	c.run.bytes.Add(c.bytes)
+// flush passes what was counted since the last flush to count.
+func (c *CopyOut) flush() {
+	c.count(c.rowsN, c.bytes)
 	c.rowsN, c.bytes = 0, 0
 }
+
+// Rows is how many CopyData messages were read: one per row, one more for a
+// binary COPY's trailer. Read it after Finish.
+func (c *CopyOut) Rows() int64 { return c.rows }
