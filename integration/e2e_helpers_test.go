@@ -681,6 +681,12 @@ type e2eStatus struct {
 			Reason     string `json:"reason"`
 			Incomplete bool   `json:"incomplete"`
 		} `json:"left_out"`
+		NotCarried []struct {
+			Kind   string `json:"kind"`
+			Name   string `json:"name"`
+			State  string `json:"state"`
+			Reason string `json:"reason"`
+		} `json:"not_carried"`
 		NotReady []string `json:"not_ready"`
 	} `json:"cutover"`
 	CutoverNote string `json:"cutover_note"`

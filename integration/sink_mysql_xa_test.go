@@ -259,5 +259,5 @@ func TestSinkMySQLSeedStore(t *testing.T) {
 	if _, err := s.Setup(ctx, sinktest.Slot); err != nil {
 		t.Fatal(err)
 	}
-	wantMyQuery(t, my, "7", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'pgrelay\\_%'")
+	wantMyQuery(t, my, "8", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'pgrelay\\_%'")
 }

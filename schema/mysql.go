@@ -394,19 +394,50 @@ func (d *MySQLDialect) AlterTable(prev, t *Table) ([]string, error) {
 // type follows the key budget: a text column joining or leaving the key
 // changes between VARCHAR and a TEXT kind.
 func (d *MySQLDialect) AlterSteps(prev, t *Table) ([]MySQLStep, error) {
+	steps, _, err := d.alterSteps(prev, t)
+	return steps, err
+}
+
+// MySQLColumnChanges is what a change of a table (AlterSteps) does to the
+// columns a foreign key of the target may hold, which MySQL refuses to drop
+// or retype under it: names are the previous version's.
+type MySQLColumnChanges struct {
+	Dropped []string
+	// Modified are the columns a MODIFY COLUMN redefines: a new type,
+	// NULL-ness or expression default.
+	Modified []string
+	// Renamed maps a renamed column's previous name to its new one.
+	Renamed map[string]string
+	// KeyChanged: the primary key is dropped, and another one made.
+	KeyChanged bool
+}
+
+// Any reports whether the change touches a column a foreign key may hold.
+func (c MySQLColumnChanges) Any() bool {
+	return len(c.Dropped) > 0 || len(c.Modified) > 0 || c.KeyChanged
+}
+
+// ColumnChanges returns what AlterSteps(prev, t) does to prev's columns.
+func (d *MySQLDialect) ColumnChanges(prev, t *Table) (MySQLColumnChanges, error) {
+	_, changes, err := d.alterSteps(prev, t)
+	return changes, err
+}
+
+func (d *MySQLDialect) alterSteps(prev, t *Table) ([]MySQLStep, MySQLColumnChanges, error) {
+	var changes MySQLColumnChanges
 	if prev == nil || t == nil {
-		return nil, errors.New("schema: alter table: both the previous and the new version are needed (use CreateTable for a new table)")
+		return nil, changes, errors.New("schema: alter table: both the previous and the new version are needed (use CreateTable for a new table)")
 	}
 	newMap, err := d.Table(t)
 	if err != nil {
-		return nil, err
+		return nil, changes, err
 	}
 	prevMap, err := d.Table(prev)
 	if err != nil {
-		return nil, fmt.Errorf("schema: the previous version of %s: %w", prev.QualifiedName(), err)
+		return nil, changes, fmt.Errorf("schema: the previous version of %s: %w", prev.QualifiedName(), err)
 	}
 	if err := columnListChange(prev, t); err != nil {
-		return nil, err
+		return nil, changes, err
 	}
 	var steps []MySQLStep
 	add := func(sql string, when MySQLCondition) { steps = append(steps, MySQLStep{SQL: sql, When: when}) }
@@ -425,12 +456,14 @@ func (d *MySQLDialect) AlterSteps(prev, t *Table) ([]MySQLStep, error) {
 	keyChanged := !slices.Equal(prevKey, newKey)
 	if keyChanged && len(prevKey) > 0 {
 		alter("DROP PRIMARY KEY", MySQLCondition{Kind: KeyIs, Key: prevKey})
+		changes.KeyChanged = true
 	}
 	matched := matchColumns(prev, t)
 	for i := range prev.Columns {
 		if _, ok := matched.newOf[i]; !ok {
 			name := prev.Columns[i].Name
 			alter("DROP COLUMN "+d.QuoteIdent(name), MySQLCondition{Kind: ColumnExists, Column: name})
+			changes.Dropped = append(changes.Dropped, name)
 		}
 	}
 	// Renames. MySQL renames the columns of one statement at once, but a
@@ -442,6 +475,10 @@ func (d *MySQLDialect) AlterSteps(prev, t *Table) ([]MySQLStep, error) {
 	for j := range t.Columns {
 		if i, ok := matched.prevOf[j]; ok && prev.Columns[i].Name != t.Columns[j].Name {
 			renames = append(renames, rename{prev.Columns[i].Name, t.Columns[j].Name})
+			if changes.Renamed == nil {
+				changes.Renamed = map[string]string{}
+			}
+			changes.Renamed[prev.Columns[i].Name] = t.Columns[j].Name
 		}
 	}
 	clash := false
@@ -479,7 +516,7 @@ func (d *MySQLDialect) AlterSteps(prev, t *Table) ([]MySQLStep, error) {
 			fill := d.valueDefault(c.Fill, notNull, m)
 			if fill == "" && !c.Fill.Null {
 				_, err := m.conv.convert([]byte(c.Fill.Text))
-				return nil, fmt.Errorf("schema: add column %q to %s: the value the source's existing rows hold in it does not fit MySQL: %w", c.Name, t.QualifiedName(), err)
+				return nil, changes, fmt.Errorf("schema: add column %q to %s: the value the source's existing rows hold in it does not fit MySQL: %w", c.Name, t.QualifiedName(), err)
 			}
 			alter("ADD COLUMN "+d.columnDef(c, m, notNull, fill, true), missing)
 			if dflt := d.defaultClause(c, m); dflt != fill {
@@ -488,20 +525,20 @@ func (d *MySQLDialect) AlterSteps(prev, t *Table) ([]MySQLStep, error) {
 		case t.Recopy:
 			alter("ADD COLUMN "+d.columnDef(c, m, notNull, d.defaultClause(c, m), true), missing)
 		case c.Identity != "":
-			return nil, fmt.Errorf("schema: add column %q to %s: %w: it is an identity column (GENERATED %s AS IDENTITY), and existing source rows hold the values its sequence gave them there, which cannot be known; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
+			return nil, changes, fmt.Errorf("schema: add column %q to %s: %w: it is an identity column (GENERATED %s AS IDENTITY), and existing source rows hold the values its sequence gave them there, which cannot be known; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
 				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Identity)
 		case c.Default != "" && c.DefaultValue == nil:
 			why := "is not immutable, and existing source rows hold the values it gave on the source"
 			if !c.VolatileDefault {
 				why = "is an expression pgrelay cannot write for MySQL, and the source catalog shows no value existing rows hold"
 			}
-			return nil, fmt.Errorf("schema: add column %q to %s: %w: %s %s; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
+			return nil, changes, fmt.Errorf("schema: add column %q to %s: %w: %s %s; fix: run pgrelay once with PGRELAY_SNAPSHOT=always, which copies the tables anew",
 				c.Name, t.QualifiedName(), ErrVolatileDefault, c.Default, why)
 		default:
 			dflt := d.defaultClause(c, m)
 			if c.DefaultValue != nil && !c.DefaultValue.Null && dflt == "" {
 				_, err := m.conv.convert([]byte(c.DefaultValue.Text))
-				return nil, fmt.Errorf("schema: add column %q to %s: its default, which existing source rows hold, does not fit MySQL: %w", c.Name, t.QualifiedName(), err)
+				return nil, changes, fmt.Errorf("schema: add column %q to %s: its default, which existing source rows hold, does not fit MySQL: %w", c.Name, t.QualifiedName(), err)
 			}
 			alter("ADD COLUMN "+d.columnDef(c, m, notNull, dflt, true), missing)
 		}
@@ -518,16 +555,22 @@ func (d *MySQLDialect) AlterSteps(prev, t *Table) ([]MySQLStep, error) {
 		prevDefault, newDefault := d.defaultClause(p, pm), d.defaultClause(c, nm)
 		if pm.sqlType != nm.sqlType || wasNotNull != notNull {
 			alter("MODIFY COLUMN "+d.columnDef(c, nm, notNull, newDefault, true), MySQLCondition{})
+			changes.Modified = append(changes.Modified, p.Name)
 			continue
 		}
 		if prevDefault != newDefault {
-			alter(d.setDefault(c, nm, notNull, newDefault), MySQLCondition{})
+			action := d.setDefault(c, nm, notNull, newDefault)
+			alter(action, MySQLCondition{})
+			if strings.HasPrefix(action, "MODIFY COLUMN ") {
+				changes.Modified = append(changes.Modified, p.Name)
+			}
 		}
 	}
 	if keyChanged && len(newKey) > 0 {
 		alter("ADD PRIMARY KEY ("+d.keyList(newKey)+")", MySQLCondition{Kind: KeyIsNot, Key: newKey})
+		changes.KeyChanged = true
 	}
-	return steps, nil
+	return steps, changes, nil
 }
 
 // setDefault is the ALTER TABLE action that gives column c (mapped as m)

@@ -21,6 +21,12 @@ const (
 	// ObjectDeferred: not created yet; a later phase tries again (it may
 	// need what the copy brings: a function taking a table's row type).
 	ObjectDeferred ObjectState = "deferred"
+	// ObjectNotCarried: a kind of object, or an object as the source has it,
+	// that this kind of target cannot hold (a view, a function or a trigger
+	// on MySQL, whose definitions are PostgreSQL's); Reason says why. It is
+	// listed for the user to port, and does not keep the target from being
+	// ready to switch to, since no run of pgrelay could make it.
+	ObjectNotCarried ObjectState = "not carried"
 )
 
 // ObjectResult is what became of one schema object.
@@ -28,17 +34,18 @@ type ObjectResult struct {
 	Kind  schema.ObjectKind `json:"kind"`
 	Name  string            `json:"name"`
 	State ObjectState       `json:"state"`
-	// Reason says why an object was left out or deferred, and what to know
-	// of one created otherwise than on the source (a trigger created
-	// disabled, and how to enable it at the switch).
+	// Reason says why an object was left out, deferred or not carried, and
+	// what to know of one created otherwise than on the source (a trigger
+	// created disabled, and how to enable it at the switch; a foreign key
+	// MySQL checks at each row where the source checks it at commit).
 	Reason string `json:"reason,omitempty"`
 	// Incomplete marks an object created otherwise than on the source, which
 	// needs a hand at the switch (Reason says what).
 	Incomplete bool `json:"incomplete,omitempty"`
 }
 
-// Missing tells an object the target does not have: left out, or deferred
-// and not made since.
+// Missing tells an object the target does not have but could: left out,
+// or deferred and not made since (not an ObjectNotCarried one).
 func (r ObjectResult) Missing() bool {
 	return r.State == ObjectLeftOut || r.State == ObjectDeferred
 }
@@ -48,18 +55,22 @@ func (r ObjectResult) Missing() bool {
 // application needs besides the tables' rows, keys and indexes.
 //
 // A PostgreSQL target creates each object from its definition. A target of
-// another kind carries what maps onto it and reports the rest as left out,
-// saying why: a MySQL target, say, creates at the end of a migration the
-// foreign keys whose tables it both replicates (from Object.ForeignKey),
-// gives sequences to columns as AUTO_INCREMENT through SequenceSetter (and
-// reports those objects present), and lists views, functions and triggers as
-// not carried.
+// another kind carries what maps onto it and reports the rest, saying why:
+// as left out what a later run could make, as not carried (ObjectNotCarried)
+// what it can never hold. A MySQL target (sink/mysql) creates at the end of
+// a migration the foreign keys whose tables it both replicates, from
+// Object.ForeignKey, where MySQL can hold them as mapped (one whose columns
+// map to types MySQL cannot key, or to different ones, or with a SET DEFAULT
+// action, is not carried); it reports sequences that became a column's
+// AUTO_INCREMENT (SequenceSetter) present, and views, materialized views,
+// functions, triggers, types, checks and expression defaults not carried.
 type SchemaCarrier interface {
 	// CarryObjects creates the objects of objs the target lacks, in their
 	// order, and reports what became of each, one result per object, in
 	// objs' order. objs are those of phase and of earlier phases (a later
 	// phase retries what an earlier one deferred). An object with LeftOut
-	// set is reported left out. PreData comes before the snapshot copy, so
+	// set is reported left out (or not carried, when the target cannot hold
+	// its kind anyway). PreData comes before the snapshot copy, so
 	// an object that fails then may be deferred; PostData comes after the
 	// catch-up, which it may not get in the way of, and ends by filling the
 	// materialized views (Object.Refresh). The error is for a target that

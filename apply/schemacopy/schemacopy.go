@@ -195,7 +195,7 @@ func Finish(ctx context.Context, cfg Config, src *pgx.Conn, tgt any, caughtUp so
 		rep.Objects = append(rep.Objects, results...)
 		c := count(results)
 		cfg.Log.Info("schema objects", "created", c[sink.ObjectCreated], "present", c[sink.ObjectPresent],
-			"left_out", c[sink.ObjectLeftOut], "took", time.Since(start).Round(time.Millisecond))
+			"left_out", c[sink.ObjectLeftOut], "not_carried", c[sink.ObjectNotCarried], "took", time.Since(start).Round(time.Millisecond))
 	}
 	for _, r := range rep.Objects {
 		switch {

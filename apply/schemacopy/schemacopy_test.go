@@ -89,11 +89,61 @@ func TestReady(t *testing.T) {
 			{Kind: schema.KindView, Name: "public.v", State: sink.ObjectLeftOut, Reason: "reads public.x"},
 			{Kind: schema.KindTrigger, Name: "t on public.a", State: sink.ObjectCreated, Incomplete: true, Reason: "created DISABLED"}}},
 			100, &zero, []string{}, false, "1 schema objects left out (listed); 1 schema objects need a hand at the switch (listed)"},
+		// What the target cannot hold is listed, and the target is ready.
+		{"objects not carried", &sink.CutoverReport{CaughtUpLSN: 100, Objects: []sink.ObjectResult{
+			{Kind: schema.KindView, Name: "public.v", State: sink.ObjectNotCarried, Reason: "not carried to MySQL"},
+			{Kind: schema.KindForeignKey, Name: "fk on public.a", State: sink.ObjectCreated}}},
+			100, &zero, []string{}, true, ""},
 	} {
 		rd := Ready(c.rep, c.applied, c.lag, c.behind)
 		if rd.Ready != c.ready || !strings.Contains(strings.Join(rd.NotReady, "; "), c.notReady) {
 			t.Errorf("%s: ready %v (%q), want %v (%q)", c.name, rd.Ready, rd.NotReady, c.ready, c.notReady)
 		}
+		if c.rep != nil && len(rd.NotCarried)+len(rd.LeftOut) != func() (n int) {
+			for _, o := range c.rep.Objects {
+				if o.Missing() || o.Incomplete || o.State == sink.ObjectNotCarried {
+					n++
+				}
+			}
+			return n
+		}() {
+			t.Errorf("%s: listed %+v and %+v", c.name, rd.LeftOut, rd.NotCarried)
+		}
+	}
+}
+
+// A MySQL-like report: what the target cannot hold is listed as not
+// carried, a foreign key made otherwise than on the source has a note, and
+// the target is ready, saying what to port.
+func TestRenderNotCarried(t *testing.T) {
+	rep := &sink.CutoverReport{Schema: ModeAll, CaughtUpLSN: 100, Tables: 2, Rows: 10, Objects: []sink.ObjectResult{
+		{Kind: schema.KindForeignKey, Name: "fk on public.a", State: sink.ObjectCreated, Reason: "DEFERRABLE on the source: …"},
+		{Kind: schema.KindSequence, Name: "public.a_id_seq", State: sink.ObjectPresent, Reason: "as the AUTO_INCREMENT of public.a.id"},
+		{Kind: schema.KindView, Name: "public.v", State: sink.ObjectNotCarried, Reason: "not carried to MySQL: …"},
+	}}
+	var b strings.Builder
+	if err := Render(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	want := `tables: 2 (10 rows copied by the snapshot)
+sequences: 0 set to the source's values
+schema objects: 1 created, 1 already there, 0 left out, 1 not carried (the target cannot hold them)
+  note: foreign key fk on public.a: DEFERRABLE on the source: …
+  not carried: view public.v: not carried to MySQL: …
+ready to switch: yes (stop the application's writes on the source first, then run pgrelay migrate once more, or pgrelay sequences while replicate runs); 1 schema objects are not carried (listed): port those the application needs yourself
+`
+	if b.String() != want {
+		t.Errorf("Render:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	zero := int64(0)
+	rd := Ready(rep, 100, &zero, []string{})
+	if err := RenderStatus(&b, &rd, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "cut-over\tREADY: caught up, sequences at the source's values, nothing left out; 1 schema objects the target cannot hold are not carried (listed)") ||
+		!strings.Contains(b.String(), "not carried\tview public.v: not carried to MySQL: …\n") {
+		t.Errorf("RenderStatus:\n%s", b.String())
 	}
 }
 

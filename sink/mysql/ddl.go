@@ -180,13 +180,28 @@ func (s *Sink) create(ctx context.Context, conn *sql.Conn, t *schema.Table) erro
 }
 
 // runChange brings the table stored describes to t, from step from on,
-// recording t as pending first and the steps that ran after each.
-func (s *Sink) runChange(ctx context.Context, conn *sql.Conn, stored *storedRelation, t *schema.Table, from int) error {
+// recording t as pending first and the steps that ran after each. The
+// foreign keys in the change's way are recorded with it, dropped before its
+// first step and made again after its last (foreignkeys.go).
+func (s *Sink) runChange(ctx context.Context, conn *sql.Conn, stored *storedRelation, t *schema.Table, from int) (err error) {
 	steps, err := s.dialect.AlterSteps(stored.def, t)
 	if err != nil {
 		return err
 	}
+	changes, err := s.dialect.ColumnChanges(stored.def, t)
+	if err != nil {
+		return err
+	}
 	ns, nn := s.dialect.TargetTable(t)
+	if done, err := s.boundLockWait(ctx, conn); err != nil {
+		return err
+	} else if done != nil {
+		defer func() {
+			if derr := done(); err == nil {
+				err = derr
+			}
+		}()
+	}
 	if from == 0 {
 		// The target table may lack what stored says (a crash between its
 		// creation and the record, a table dropped by hand): then create it.
@@ -213,10 +228,39 @@ func (s *Sink) runChange(ctx context.Context, conn *sql.Conn, stored *storedRela
 		if err != nil {
 			return fmt.Errorf("encode definition: %w", err)
 		}
-		if _, err := conn.ExecContext(ctx, s.upsert(`INSERT INTO pgrelay_relation (target_schema, target_name, definition, slot, relation_oid, pending, pending_step)
-			VALUES (?, ?, ?, ?, ?, ?, 0) ON DUPLICATE KEY UPDATE pending = VALUES(pending), pending_step = 0`),
-			stored.schema, stored.name, string(prevDef), s.slotArg(), oidArg(stored.def), string(def)); err != nil {
+		away, err := s.inTheWay(ctx, conn, stored.schema, stored.name, ns, nn, changes)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+			if _, err := tx.ExecContext(ctx, s.upsert(`INSERT INTO pgrelay_relation (target_schema, target_name, definition, slot, relation_oid, pending, pending_step)
+				VALUES (?, ?, ?, ?, ?, ?, 0) ON DUPLICATE KEY UPDATE pending = VALUES(pending), pending_step = 0`),
+				stored.schema, stored.name, string(prevDef), s.slotArg(), oidArg(stored.def), string(def)); err != nil {
+				return err
+			}
+			if err := s.recordAway(ctx, tx, away); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}()
+		if err != nil {
 			return fmt.Errorf("record the change of %s.%s: %w", stored.schema, stored.name, err)
+		}
+		if len(away) > 0 {
+			names := make([]string, len(away))
+			for i := range away {
+				names[i] = s.dialect.ForeignKeyDisplay(&away[i].key)
+			}
+			s.log.Info("foreign keys of the target stand in the way of the source's change of a table (MySQL refuses to drop or retype a column a foreign key holds): dropped before it and made again after it",
+				"table", s.dialect.QualifiedTable(t), "foreign_keys", strings.Join(names, ", "))
+		}
+		if err := s.dropAway(ctx, conn, away); err != nil {
+			return s.lockHint(ctx, err)
 		}
 	}
 	for i := from; i < len(steps); i++ {
@@ -227,7 +271,7 @@ func (s *Sink) runChange(ctx context.Context, conn *sql.Conn, stored *storedRela
 		}
 		if run {
 			if _, err := conn.ExecContext(ctx, step.SQL); err != nil {
-				return fmt.Errorf("%s: %w", sqlHead(step.SQL), err)
+				return s.lockHint(ctx, fmt.Errorf("%s: %w", sqlHead(step.SQL), err))
 			}
 		}
 		if _, err := conn.ExecContext(ctx, "UPDATE pgrelay_relation SET pending_step = ? WHERE target_schema = ? AND target_name = ?",
@@ -235,8 +279,54 @@ func (s *Sink) runChange(ctx context.Context, conn *sql.Conn, stored *storedRela
 			return fmt.Errorf("record step %d of the change of %s.%s: %w", i+1, stored.schema, stored.name, err)
 		}
 	}
+	if err := s.restoreAway(ctx, conn, ns, nn, "the source's change of "+t.QualifiedName()); err != nil {
+		return s.lockHint(ctx, err)
+	}
 	s.warnLeftOut(t)
 	return s.storeDefinition(ctx, conn, stored, t)
+}
+
+// ddlLockWait bounds how long a table change waits for a lock while the
+// slot has prepared XA transactions on the target (see lockHint).
+const ddlLockWait = 60 // seconds
+
+// boundLockWait bounds the session's lock wait (ddlLockWait) while the
+// slot has prepared transactions on the target, and returns what restores
+// it; nil when there are none.
+func (s *Sink) boundLockWait(ctx context.Context, conn *sql.Conn) (func() error, error) {
+	if s.slot == "" {
+		return nil, nil
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM pgrelay_prepared WHERE slot = ?", s.slot).Scan(&n); err != nil {
+		return nil, fmt.Errorf("look up the slot's prepared transactions: %w", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION lock_wait_timeout = "+strconv.Itoa(ddlLockWait)); err != nil {
+		return nil, fmt.Errorf("bound the lock wait of the change: %w", err)
+	}
+	return func() error {
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION lock_wait_timeout = DEFAULT")
+		return err
+	}, nil
+}
+
+// lockHint adds to a change's lock wait timeout what to do when a prepared
+// XA transaction of the slot holds the lock: MySQL locks, for a transaction
+// that writes a table, the tables its foreign keys link it to, and the
+// transaction's XA COMMIT comes after the change in the stream.
+func (s *Sink) lockHint(ctx context.Context, err error) error {
+	if mysqlNumber(err) != erLockWaitTimeout || s.slot == "" {
+		return err
+	}
+	var n int
+	if qerr := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM pgrelay_prepared WHERE slot = ?", s.slot).Scan(&n); qerr != nil || n == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; the slot has %d prepared XA transactions on the target, and one may hold the lock (MySQL locks, for a transaction that writes a table, the tables a foreign key links it to) while its XA COMMIT comes after this change: "+
+		"once the source has committed or rolled it back (COMMIT PREPARED, ROLLBACK PREPARED), end it on the target alike (XA RECOVER lists it; XA COMMIT or XA ROLLBACK it) and pgrelay goes on, only recording it", err, n)
 }
 
 // storeDefinition records t as what its target table is now, in place of

@@ -255,7 +255,8 @@ func (s *Sink) SetTableStates(ctx context.Context, slot string, states []sink.Ta
 }
 
 // metadataTables are pgrelay's tables, dropped by the last slot's Teardown.
-var metadataTables = []string{"pgrelay_prepared", "pgrelay_progress", "pgrelay_table_state", "pgrelay_seed", "pgrelay_relation", "pgrelay_cutover", "pgrelay_schema_migrations"}
+var metadataTables = []string{"pgrelay_prepared", "pgrelay_progress", "pgrelay_table_state", "pgrelay_seed", "pgrelay_relation", "pgrelay_cutover",
+	"pgrelay_foreign_key_away", "pgrelay_schema_migrations"}
 
 // Teardown removes the slot's rows from pgrelay's metadata, and the metadata
 // tables when no other slot has any, under the migrations' named lock.
@@ -286,8 +287,10 @@ func (s *Sink) Teardown(ctx context.Context, slot string) error {
 			return err
 		}
 		defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
-		for _, table := range []string{"pgrelay_progress", "pgrelay_prepared", "pgrelay_table_state", "pgrelay_seed", "pgrelay_cutover"} {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE slot = ?", slot); err != nil && (table != "pgrelay_cutover" || mysqlNumber(err) != erNoSuchTable) {
+		for _, table := range []string{"pgrelay_progress", "pgrelay_prepared", "pgrelay_table_state", "pgrelay_seed", "pgrelay_cutover", "pgrelay_foreign_key_away"} {
+			// The last two came with later migrations.
+			later := table == "pgrelay_cutover" || table == "pgrelay_foreign_key_away"
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE slot = ?", slot); err != nil && (!later || mysqlNumber(err) != erNoSuchTable) {
 				return err
 			}
 		}

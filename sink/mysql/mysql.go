@@ -163,6 +163,11 @@ type Sink struct {
 
 	stats stats
 
+	// seqCarried is what the last SetSequences made of each sequence, by
+	// the name a migration's report gives it.
+	seqMu      sync.Mutex
+	seqCarried map[string]sequenceCarried
+
 	// lockConn holds the slot's named lock (LockSlot).
 	lockMu   sync.Mutex
 	lockConn *sql.Conn
