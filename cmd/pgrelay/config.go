@@ -3,21 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/spf13/viper"
-
 	"github.com/pgrelay/pgrelay/apply/notify"
 	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/pgconnstr"
 	"github.com/pgrelay/pgrelay/internal/redact"
+	"github.com/pgrelay/pgrelay/internal/settings"
 	"github.com/pgrelay/pgrelay/source"
 )
 
@@ -52,7 +49,7 @@ const (
 )
 
 // envName is the environment variable that sets key.
-func envName(key string) string { return envPrefix + "_" + strings.ToUpper(key) }
+func envName(key string) string { return conf.EnvName(key) }
 
 // Config is pgrelay's configuration, filled from the environment and an optional
 // config file: the relay's (apply/relay), and what cmd uses itself. Validate
@@ -93,258 +90,55 @@ const (
 	needTarget                  // PGRELAY_TARGET_URL
 )
 
-// newViper builds the viper instance pgrelay reads its settings from: the
-// PGRELAY_* environment over the file named by PGRELAY_CONFIG over the defaults.
-func newViper(lookupEnv func(string) (string, bool)) (*viper.Viper, error) {
-	v := viper.New()
-	v.SetEnvPrefix(envPrefix)
-	v.AutomaticEnv()
-	for _, s := range settings {
-		v.SetDefault(s.key, s.def)
-	}
-	path, ok := lookupEnv(envPrefix + "_CONFIG")
-	if !ok || path == "" {
-		return v, nil
-	}
-	file, err := readConfigFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := v.MergeConfigMap(file); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return v, nil
-}
+// conf is what pgrelay reads: the environment over the file named by
+// PGRELAY_CONFIG over the defaults (internal/settings).
+var conf = &settings.Set{Prefix: envPrefix, List: settingList,
+	// Variables of the project's scripts and tests (Makefile, scripts/,
+	// integration/), not settings of the binary.
+	NotSettings: []string{"PGRELAY_CACHE", "PGRELAY_TEST_", "PGRELAY_E2E_", "PGRELAY_BENCH_"}}
 
-// readConfigFile reads a yaml, toml, json or env file into a map of known
-// settings. Keys may be written as in the environment (PGRELAY_SOURCE_URL) or
-// without the prefix (source_url), in any case.
-func readConfigFile(path string) (map[string]any, error) {
-	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	switch ext {
-	case "yaml", "yml", "toml", "json", "env", "dotenv":
-	default:
-		return nil, fmt.Errorf("PGRELAY_CONFIG=%q: expected a file ending in .yaml, .yml, .toml, .json or .env", path)
-	}
-	f := viper.New()
-	f.SetConfigFile(path)
-	f.SetConfigType(ext)
-	if err := f.ReadInConfig(); err != nil {
-		var notFound viper.ConfigFileNotFoundError
-		if errors.As(err, &notFound) || errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("PGRELAY_CONFIG=%q: file not found", path)
-		}
-		return nil, fmt.Errorf("PGRELAY_CONFIG=%q: %w", path, err)
-	}
-	out := make(map[string]any)
-	var errs []error
-	bad := map[string]bool{} // keys already reported
-	report := func(k string, val any) {
-		if !bad[k] {
-			bad[k] = true
-			errs = append(errs, fileTypeError(path, k, val))
-		}
-	}
-	// A map holds no keys viper lists (publication: {}) or only nested ones
-	// (log_level.x): each setting is looked up by its own name too.
-	for _, s := range settings {
-		for _, k := range []string{s.key, strings.ToLower(envPrefix) + "_" + s.key} {
-			if m, ok := f.Get(k).(map[string]any); ok && f.InConfig(k) {
-				report(k, m)
-			}
-		}
-	}
-	for _, k := range f.AllKeys() {
-		top, _, nested := strings.Cut(k, ".")
-		key := strings.TrimPrefix(strings.ToLower(top), strings.ToLower(envPrefix)+"_")
-		switch {
-		case isSetting(key) && nested:
-			report(top, f.Get(top))
-		case !isSetting(key):
-			return nil, fmt.Errorf("config file %s has unknown setting %q; known settings are %s", path, k, knownSettings())
-		case !fileValueFits(key, f.Get(k)):
-			report(k, f.Get(k))
-		default:
-			out[key] = f.Get(k)
-		}
-	}
-	switch len(errs) {
-	case 0:
-		return out, nil
-	case 1:
-		return nil, errs[0]
-	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return nil, settingErrors(errs)
-}
-
-// settingKind is the kind of value a setting takes in a config file.
-type settingKind int
-
-const (
-	textSetting     settingKind = iota // a string
-	listSetting                        // a comma list, or a list of strings
-	boolSetting                        // true or false, also as a string, 1 or 0
-	numberSetting                      // a whole number, also as a string
-	durationSetting                    // a duration string (0 also as a number)
-)
-
-// setting is one setting pgrelay reads: its default ("" = none), the kind
-// of value it takes in a config file and what it expects, for an error.
-type setting struct {
-	key, def string
-	kind     settingKind
-	expects  string
-}
-
-// settings is the single list of what pgrelay reads: a config file key
+// settingList is the single list of what pgrelay reads: a config file key
 // outside it is an error.
-var settings = []setting{
-	{keySourceURL, "", textSetting, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"},
-	{keyTargetURL, "", textSetting, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"},
-	{keySlot, "pgrelay", textSetting, "a slot name of 1 to 63 characters from a-z, 0-9 and _"},
-	{keyPublication, "pgrelay", textSetting, "a publication name of 1 to 63 characters from a-z, 0-9 and _"},
-	{keyTables, "", listSetting, "schema.table names, as a comma list or a list of strings"},
-	{keySnapshot, "auto", textSetting, "auto, always or never"},
-	{keyTwoPhase, "auto", textSetting, "auto, on or off"},
-	{keyStreaming, "auto", textSetting, "auto, on, off or parallel"},
-	{keyLogFormat, "text", textSetting, "text or json"},
-	{keyLogLevel, "info", textSetting, "debug, info, warn or error"},
-	{keyMetricsAddr, "", textSetting, "host:port, e.g. 127.0.0.1:9187 or :9187"},
-	{keyStatusInterval, "10s", durationSetting, "a duration between 100ms and 1h, e.g. 10s"},
-	{keyTailBinary, "false", boolSetting, "true or false"},
-	{keyCopyWorkers, "0", numberSetting, "a number of workers from 0 (one per CPU) to 256"},
-	{keyKeepOrder, "false", boolSetting, "true or false"},
-	{keyVerifyChunk, "0", numberSetting, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"},
-	{keyVerifyWait, "30s", durationSetting, "a duration from 0s (no waiting) to 1h, e.g. 30s"},
-	{keySpillDir, "", textSetting, "a directory path"},
-	{keyPubCheck, "1m", durationSetting, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"},
-	{keyMySQLUnfit, "error", textSetting, "error or null"},
-	{keyWebhookURL, "", listSetting, "http(s) URLs, as a comma list or a list of strings"},
-	{keyWebhookSecret, "", textSetting, "the HMAC key the webhook signature is made with"},
-	{keyWebhookFormat, "json", textSetting, "json or slack"},
-	{keyWebhookRepeat, "10m", durationSetting, "a duration from 10s to 24h, e.g. 10m"},
-	{keyLagAlert, "", numberSetting, "a size such as 1GB or a duration such as 5m"},
-	{keySlotWALAlert, "80%", numberSetting, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"},
-	{keyPreparedAlert, "10m", durationSetting, "a duration, e.g. 10m"},
-	{keySchema, "all", textSetting, "all or tables"},
-	{keySchemaGrants, "false", boolSetting, "true or false"},
+var settingList = []settings.Setting{
+	setting(keySourceURL, "", settings.Text, "the source PostgreSQL URL or key=value settings, e.g. postgres://user@host:5432/db"),
+	setting(keyTargetURL, "", settings.Text, "the target URL, e.g. postgres://user@host:5432/db or mysql://user@host:3306/db"),
+	setting(keySlot, "pgrelay", settings.Text, "a slot name of 1 to 63 characters from a-z, 0-9 and _"),
+	setting(keyPublication, "pgrelay", settings.Text, "a publication name of 1 to 63 characters from a-z, 0-9 and _"),
+	setting(keyTables, "", settings.List, "schema.table names, as a comma list or a list of strings"),
+	setting(keySnapshot, "auto", settings.Text, "auto, always or never"),
+	setting(keyTwoPhase, "auto", settings.Text, "auto, on or off"),
+	setting(keyStreaming, "auto", settings.Text, "auto, on, off or parallel"),
+	setting(keyLogFormat, "text", settings.Text, "text or json"),
+	setting(keyLogLevel, "info", settings.Text, "debug, info, warn or error"),
+	setting(keyMetricsAddr, "", settings.Text, "host:port, e.g. 127.0.0.1:9187 or :9187"),
+	setting(keyStatusInterval, "10s", settings.Duration, "a duration between 100ms and 1h, e.g. 10s"),
+	setting(keyTailBinary, "false", settings.Bool, "true or false"),
+	setting(keyCopyWorkers, "0", settings.Number, "a number of workers from 0 (one per CPU) to 256"),
+	setting(keyKeepOrder, "false", settings.Bool, "true or false"),
+	setting(keyVerifyChunk, "0", settings.Number, "a number of rows per chunk from 1 to 10000000, or 0 to choose per table"),
+	setting(keyVerifyWait, "30s", settings.Duration, "a duration from 0s (no waiting) to 1h, e.g. 30s"),
+	setting(keySpillDir, "", settings.Text, "a directory path"),
+	setting(keyPubCheck, "1m", settings.Duration, "a duration from 1s to 24h, e.g. 1m, or 0s to check only at start"),
+	setting(keyMySQLUnfit, "error", settings.Text, "error or null"),
+	setting(keyWebhookURL, "", settings.List, "http(s) URLs, as a comma list or a list of strings"),
+	setting(keyWebhookSecret, "", settings.Text, "the HMAC key the webhook signature is made with"),
+	setting(keyWebhookFormat, "json", settings.Text, "json or slack"),
+	setting(keyWebhookRepeat, "10m", settings.Duration, "a duration from 10s to 24h, e.g. 10m"),
+	setting(keyLagAlert, "", settings.Number, "a size such as 1GB or a duration such as 5m"),
+	setting(keySlotWALAlert, "80%", settings.Number, "a share of max_slot_wal_keep_size such as 80% or a size such as 10GB"),
+	setting(keyPreparedAlert, "10m", settings.Duration, "a duration, e.g. 10m"),
+	setting(keySchema, "all", settings.Text, "all or tables"),
+	setting(keySchemaGrants, "false", settings.Bool, "true or false"),
 }
 
-// settingIndex is key's place in settings, the order Validate reports bad
-// settings in.
-func settingIndex(key string) int {
-	return slices.IndexFunc(settings, func(s setting) bool { return s.key == key })
-}
-
-// settingOf is the setting key (lower case, without the prefix); ok is false
-// when pgrelay reads no such setting.
-func settingOf(key string) (s setting, ok bool) {
-	i := settingIndex(key)
-	if i < 0 {
-		return setting{kind: textSetting, expects: "a string"}, false
-	}
-	return settings[i], true
-}
-
-// fileValueFits tells whether a config file's value val can be read as
-// setting key: a value of another kind would otherwise be read as empty, and
-// the setting silently take its default.
-func fileValueFits(key string, val any) bool {
-	st, _ := settingOf(key)
-	kind := st.kind
-	switch v := val.(type) {
-	case string:
-		return true
-	case bool:
-		return kind == boolSetting
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		return kind == boolSetting || kind == numberSetting || kind == durationSetting
-	case []any:
-		return kind == listSetting && !slices.ContainsFunc(v, func(e any) bool { _, ok := e.(string); return !ok })
-	case []string:
-		return kind == listSetting
-	}
-	return false // null, a map, a date
-}
-
-// fileTypeError is the error of config file path's value val for key (as
-// written there): what the setting expects and what it got, never the
-// value itself beyond a boolean or a number (a URL's password).
-func fileTypeError(path, key string, val any) error {
-	name := strings.TrimPrefix(strings.ToLower(key), strings.ToLower(envPrefix)+"_")
-	if name != strings.ToLower(key) {
-		key = envName(name) // viper folds the case: PGRELAY_SLOT is read as pgrelay_slot
-	}
-	st, _ := settingOf(name)
-	expects := st.expects
-	var got string
-	switch v := val.(type) {
-	case nil:
-		return fmt.Errorf("config file %s: %s has no value (null): set it to %s, or leave it out for the default", path, key, expects)
-	case bool:
-		got = fmt.Sprintf("a boolean (%t)", v)
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		got = fmt.Sprintf("a number (%v)", v)
-		if st.kind == textSetting {
-			got += "; put it in quotes if it is meant as text"
-		}
-	case []any, []string:
-		got = "a list"
-		if st.kind == listSetting {
-			got = "a list with an entry that is not a string"
-		}
-	case map[string]any:
-		got = "a map"
-	default:
-		got = "a value of another kind"
-		if t := fmt.Sprintf("%T", v); strings.Contains(t, "Date") || strings.Contains(t, "Time") {
-			got = "a date or time"
-		}
-	}
-	return fmt.Errorf("config file %s: %s: expected %s, got %s", path, key, expects, got)
-}
-
-// scriptVariables are PGRELAY_* variables of the project's scripts and tests
-// (Makefile, scripts/, integration/), not settings of the binary.
-var scriptVariables = []string{"PGRELAY_CACHE", "PGRELAY_TEST_", "PGRELAY_E2E_", "PGRELAY_BENCH_"}
-
-// unknownSettings lists the PGRELAY_* variables of environ that are not
-// settings (nor PGRELAY_CONFIG, nor the scripts' own), in order.
-func unknownSettings(environ []string) []string {
-	var out []string
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, envPrefix+"_") || name == envPrefix+"_CONFIG" ||
-			slices.ContainsFunc(scriptVariables, func(p string) bool { return strings.HasPrefix(name, p) }) {
-			continue
-		}
-		// The environment is read in upper case only: PGRELAY_slot is no setting.
-		if key := strings.ToLower(strings.TrimPrefix(name, envPrefix+"_")); !isSetting(key) || envName(key) != name {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// isSetting reports whether key (lower case, without the prefix) is a setting.
-func isSetting(key string) bool {
-	_, ok := settingOf(key)
-	return ok
-}
-
-func knownSettings() string {
-	names := make([]string, len(settings))
-	for i, s := range settings {
-		names[i] = s.key
-	}
-	return strings.Join(names, ", ")
+// setting is one entry of settingList.
+func setting(key, def string, kind settings.Kind, expects string) settings.Setting {
+	return settings.Setting{Key: key, Default: def, Kind: kind, Expects: expects}
 }
 
 // loadConfig reads the settings into a Config (not yet validated).
 func loadConfig(lookupEnv func(string) (string, bool)) (*Config, error) {
-	v, err := newViper(lookupEnv)
+	v, err := conf.Viper(lookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +220,7 @@ func (c *Config) Validate(n need) error {
 	def := func(field *string, key string) {
 		*field = strings.ToLower(strings.TrimSpace(*field))
 		if *field == "" {
-			*field = defaultOf(key)
+			*field = conf.Default(key)
 		}
 	}
 	def(&c.LogFormat, keyLogFormat)
@@ -445,13 +239,13 @@ func (c *Config) Validate(n need) error {
 	} else if err := checkTargetURL(c.TargetURL); err != nil {
 		errs = add(errs, keyTargetURL, err)
 	}
-	if err := oneOf(keyLogFormat, c.LogFormat, "text", "json"); err != nil {
+	if err := conf.OneOf(keyLogFormat, c.LogFormat, "text", "json"); err != nil {
 		errs = add(errs, keyLogFormat, err)
 	}
-	if err := oneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
+	if err := conf.OneOf(keyLogLevel, c.LogLevel, "debug", "info", "warn", "error"); err != nil {
 		errs = add(errs, keyLogLevel, err)
 	}
-	if err := oneOf(keyMySQLUnfit, c.MySQLUnfit, "error", "null"); err != nil {
+	if err := conf.OneOf(keyMySQLUnfit, c.MySQLUnfit, "error", "null"); err != nil {
 		errs = add(errs, keyMySQLUnfit, err)
 	}
 	if c.MetricsAddr != "" {
@@ -462,24 +256,24 @@ func (c *Config) Validate(n need) error {
 		}
 	}
 	var err error
-	if c.TailBinary, err = parseBool(keyTailBinary, c.rawTailBinary); err != nil {
+	if c.TailBinary, err = conf.ParseBool(keyTailBinary, c.rawTailBinary); err != nil {
 		errs = add(errs, keyTailBinary, err)
 	}
-	if c.KeepOrder, err = parseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
+	if c.KeepOrder, err = conf.ParseBool(keyKeepOrder, c.rawKeepOrder); err != nil {
 		errs = add(errs, keyKeepOrder, err)
 	}
-	if c.SchemaGrants, err = parseBool(keySchemaGrants, c.rawSchemaGrants); err != nil {
+	if c.SchemaGrants, err = conf.ParseBool(keySchemaGrants, c.rawSchemaGrants); err != nil {
 		errs = add(errs, keySchemaGrants, err)
 	}
 	duration := func(key, raw string) time.Duration {
-		d, err := time.ParseDuration(orDefault(raw, key))
+		d, err := time.ParseDuration(conf.OrDefault(raw, key))
 		if err != nil {
 			return -1
 		}
 		return d
 	}
 	number := func(key, raw string) int64 {
-		i, err := strconv.ParseInt(orDefault(raw, key), 10, 64)
+		i, err := strconv.ParseInt(conf.OrDefault(raw, key), 10, 64)
 		if err != nil {
 			return -1
 		}
@@ -513,9 +307,9 @@ func (c *Config) Validate(n need) error {
 	}
 	c.SlotWALAlert, c.AlertRepeat = c.Notify.SlotWALAlert, c.Notify.WebhookRepeat
 	slices.SortStableFunc(errs, func(a, b keyedError) int {
-		return settingIndex(a.key) - settingIndex(b.key)
+		return conf.Index(a.key) - conf.Index(b.key)
 	})
-	out := make(settingErrors, len(errs))
+	out := make(settings.Errors, len(errs))
 	for i, e := range errs {
 		out[i] = e.err
 	}
@@ -536,50 +330,6 @@ type keyedError struct {
 
 func add(errs []keyedError, key string, err error) []keyedError {
 	return append(errs, keyedError{key, err})
-}
-
-// settingErrors are several bad settings, reported on one line.
-type settingErrors []error
-
-func (e settingErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e settingErrors) Unwrap() []error { return e }
-
-// parseBool reads the boolean setting key from raw, its default when empty.
-func parseBool(key, raw string) (bool, error) {
-	b, err := strconv.ParseBool(orDefault(raw, key))
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: expected true or false", envName(key), raw)
-	}
-	return b, nil
-}
-
-// orDefault is raw without surrounding spaces, or key's default when that is empty.
-func orDefault(raw, key string) string {
-	if v := strings.TrimSpace(raw); v != "" {
-		return v
-	}
-	return defaultOf(key)
-}
-
-func defaultOf(key string) string {
-	s, _ := settingOf(key)
-	return s.def
-}
-
-// oneOf checks that val is one of allowed, naming the variable otherwise.
-func oneOf(key, val string, allowed ...string) error {
-	if slices.Contains(allowed, val) {
-		return nil
-	}
-	list := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
-	return fmt.Errorf("%s=%q: expected %s", envName(key), val, list)
 }
 
 // checkSourceURL checks that s is a libpq connection string (URL or key=value)

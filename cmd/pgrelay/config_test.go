@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrelay/pgrelay/apply/relay"
 	"github.com/pgrelay/pgrelay/internal/redact"
+	"github.com/pgrelay/pgrelay/internal/settings"
 )
 
 // clearEnv unsets every PGRELAY_* variable for the test (t.Setenv restores them).
@@ -382,9 +383,9 @@ func TestConfigTargetKeyValue(t *testing.T) {
 }
 
 func TestUnknownSettings(t *testing.T) {
-	got := unknownSettings([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1", "PGRELAY_CACHE=/c", "PGRELAY_E2E_SEED=1", "PGRELAY_slot=b"})
+	got := conf.Unknown([]string{"PGRELAY_SLOTT=x", "PGRELAY_SLOT=a", "PGRELAY_CONFIG=/f.yaml", "PATH=/bin", "PGRELAY_KEEP_ORDER=true", "PGRELAY_A=1", "PGRELAY_CACHE=/c", "PGRELAY_E2E_SEED=1", "PGRELAY_slot=b"})
 	if strings.Join(got, ",") != "PGRELAY_A,PGRELAY_SLOTT,PGRELAY_slot" {
-		t.Fatalf("unknownSettings = %q", got)
+		t.Fatalf("conf.Unknown = %q", got)
 	}
 }
 
@@ -421,24 +422,24 @@ func TestConfigFileWrongTypes(t *testing.T) {
 	}
 	// What a setting may take besides a string.
 	fits := func(key, value string) bool {
-		st, _ := settingOf(key)
-		switch st.kind {
-		case listSetting:
+		st, _ := conf.Lookup(key)
+		switch st.Kind {
+		case settings.List:
 			return value == "list"
-		case boolSetting:
+		case settings.Bool:
 			return value == "boolean" || value == "number" || value == "float"
-		case numberSetting, durationSetting:
+		case settings.Number, settings.Duration:
 			return value == "number" || value == "float"
 		}
 		return false
 	}
 	dir := t.TempDir()
-	for _, s := range settings {
+	for _, s := range settingList {
 		for _, v := range values {
-			if fits(s.key, v.name) {
+			if fits(s.Key, v.name) {
 				continue
 			}
-			for _, key := range []string{s.key, envName(s.key)} {
+			for _, key := range []string{s.Key, envName(s.Key)} {
 				files := map[string]string{}
 				if v.yaml != "" || v.name == "empty" {
 					files["yaml"] = key + ": " + v.yaml + "\n"
@@ -456,8 +457,8 @@ func TestConfigFileWrongTypes(t *testing.T) {
 					}
 					clearEnv(t)
 					env := map[string]string{"PGRELAY_CONFIG": path, "PGRELAY_SOURCE_URL": "postgres://u@127.0.0.1:1/db", "PGRELAY_TARGET_URL": "postgres://u@127.0.0.1:1/db"}
-					if s.key == keySourceURL || s.key == keyTargetURL {
-						delete(env, envName(s.key)) // the environment wins over the file
+					if s.Key == keySourceURL || s.Key == keyTargetURL {
+						delete(env, envName(s.Key)) // the environment wins over the file
 					}
 					for k, val := range env {
 						t.Setenv(k, val)
@@ -467,7 +468,7 @@ func TestConfigFileWrongTypes(t *testing.T) {
 					code := run(context.Background(), []string{"status"}, lookup, &stdout, &stderr)
 					msg := stderr.String()
 					if code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, key) ||
-						!strings.Contains(msg, "expected "+s.expects) && !strings.Contains(msg, "set it to "+s.expects) {
+						!strings.Contains(msg, "expected "+s.Expects) && !strings.Contains(msg, "set it to "+s.Expects) {
 						t.Errorf("%s %s in %s (%q): exit %d, stderr %q; want exit 2 with one line naming %s and what it expects", key, v.name, ext, body, code, msg, key)
 					}
 				}

@@ -135,8 +135,8 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	for _, name := range unknownSettings(os.Environ()) {
-		fmt.Fprintf(os.Stderr, "pgrelay: warning: %s is not a pgrelay setting and is ignored (a typo? the settings are PGRELAY_ plus one of %s)\n", name, knownSettings())
+	for _, name := range conf.Unknown(os.Environ()) {
+		fmt.Fprintf(os.Stderr, "pgrelay: warning: %s is not a pgrelay setting and is ignored (a typo? the settings are PGRELAY_ plus one of %s)\n", name, conf.Known())
 	}
 	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	stop()
