@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/mysql"
@@ -146,6 +148,89 @@ func TestSinkMySQLXA(t *testing.T) {
 	mustApply(t, s2, 1500, sinktest.Ins(items, 1450, sinktest.Row(T("7"), N(), N())))
 	wantMyQuery(t, my, "0", "SELECT COUNT(*) FROM xa_items WHERE id >= 5000")
 	wantGIDs(t, s2, sink.GIDPrefix(slot))
+}
+
+// TestSinkMySQLHeldPrepared: a new sink (as the relay's check opens one)
+// lists the slot's prepared XA transactions oldest first with the age and
+// LSN of their marker rows, uncommitted and locked by the transactions,
+// without waiting on those locks (a locking read would fail here after
+// innodb_lock_wait_timeout), and leaves its pool's sessions READ COMMITTED.
+// One without a marker row is listed too.
+func TestSinkMySQLHeldPrepared(t *testing.T) {
+	my, s := myTarget(t, mysql.Options{})
+	items := sinktest.ItemsTable("public", "held_items")
+	ensure(t, s, items)
+	ctx := t.Context()
+	T, N := sinktest.T, sinktest.N
+	slot := sinktest.Slot
+	gidA, gidB, gidC := sink.GID(slot, 101), sink.GID(slot, 102), sink.GID(slot, 103)
+	myPrepare(t, s, gidA, 400, sinktest.Ins(items, 350, sinktest.Row(T("1"), N(), N())))
+
+	// B as Prepare makes it, prepared two hours ago by its marker (before
+	// pgrelay or the server restarted); C without a marker, holding an
+	// uncommitted progress row of another slot. Each stays with the
+	// test's session that prepared it (MariaDB) and is rolled back there.
+	db := my.Open(t)
+	handPrepare := func(gid string, stmts ...string) {
+		t.Helper()
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xid := mysql.XID(my.DB, gid)
+		for _, stmt := range append(append([]string{"XA START " + xid}, stmts...), "XA END "+xid, "XA PREPARE "+xid) {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		t.Cleanup(func() {
+			if _, err := conn.ExecContext(context.Background(), "XA ROLLBACK "+xid); err != nil {
+				t.Errorf("XA ROLLBACK %s: %v", gid, err)
+			}
+			conn.Close()
+		})
+	}
+	handPrepare(gidB, "INSERT INTO held_items (id) VALUES (2)",
+		"INSERT INTO pgrelay_prepared (slot, gid, xa_xid, end_lsn, created_at) VALUES ('"+slot+"', '"+gidB+"', '', 500, UTC_TIMESTAMP(6) - INTERVAL 2 HOUR)")
+	handPrepare(gidC, "INSERT INTO pgrelay_progress (slot, lsn) VALUES ('held_probe', 999)")
+
+	in, err := mysql.New(ctx, my.URL(), mysql.Options{Inspect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	held, err := in.HeldPrepared(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byGID := map[string]sink.HeldPrepared{}
+	for _, h := range held {
+		byGID[h.GID] = h
+	}
+	if len(held) != 3 || held[0].GID != gidB || byGID[gidA].GID == "" || byGID[gidC].GID == "" {
+		t.Fatalf("held %+v; want %s first, then %s and %s", held, gidB, gidA, gidC)
+	}
+	if b := byGID[gidB]; b.Age < 2*time.Hour || b.Age > 3*time.Hour || b.LSN != 500 {
+		t.Errorf("%s: age %v, LSN %s; want the marker's: 2h and some moments, 0/1F4", gidB, b.Age, b.LSN)
+	}
+	if a := byGID[gidA]; a.Age < 0 || a.Age > time.Hour || a.LSN != 400 {
+		t.Errorf("%s: age %v, LSN %s; want moments, 0/190", gidA, a.Age, a.LSN)
+	}
+	if c := byGID[gidC]; c.LSN != 0 {
+		t.Errorf("%s without a marker: LSN %s, want 0", gidC, c.LSN)
+	}
+	// The uncommitted row was read uncommitted in that transaction alone.
+	if p, err := in.Progress(ctx, "held_probe"); err != nil || p.LSN != 0 {
+		t.Errorf("a session of the pool after HeldPrepared reads another's uncommitted progress: %s, %v; want 0/0", p.LSN, err)
+	}
+	// A's lock is intact: it commits, and is no longer listed.
+	if err := s.CommitPrepared(ctx, gidA, sink.Progress{Slot: slot, LSN: 600}); err != nil {
+		t.Fatal(err)
+	}
+	wantMyQuery(t, my, "1", "SELECT COUNT(*) FROM held_items")
+	if held, err := in.HeldPrepared(ctx, slot); err != nil || len(held) != 2 || held[0].GID != gidB || held[1].GID != gidC || held[1].Age < byGID[gidC].Age {
+		t.Errorf("after XA COMMIT of %s: %+v, %v; want %s, then %s no younger than before", gidA, held, err, gidB, gidC)
+	}
 }
 
 // TestSinkMySQLSequences: a serial key column becomes AUTO_INCREMENT past the

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/pgrelay/pgrelay/apply/notify"
 	"github.com/pgrelay/pgrelay/integration/harness"
 )
@@ -401,6 +403,59 @@ func testWebhookEvents(t *testing.T, major int) {
 	for _, p := range procs {
 		noSecrets(t, p.name, append(p.errOut.all(), p.out.all()...), secrets...)
 	}
+}
+
+// TestWebhookPreparedMariaDB: a source transaction prepared and held as an
+// XA transaction on a MariaDB target sends prepared.waiting once, with the
+// documented fields and the source LSN of its PREPARE (the target's marker
+// row holds it).
+func TestWebhookPreparedMariaDB(t *testing.T) {
+	major := e2eNewestFrom15(t, "prepared transactions are decoded at PREPARE from")
+	e := myE2EPair(t, major)
+	rc := newHookReceiver(t, hookSecret, false)
+	e = e.with("PGRELAY_WEBHOOK_URL="+rc.url, "PGRELAY_WEBHOOK_SECRET="+hookSecret, "PGRELAY_PREPARED_ALERT=1s")
+	e.src.Exec(t, "CREATE TABLE wpm (id int PRIMARY KEY, v text)")
+	p := e.start("replicate")
+	rc.await(t, p, 0, "replicate.started", nil)
+
+	conn := e2eConn(t, e.src)
+	ctx := e2eCtx(t, 3*time.Minute)
+	e2eExec(t, ctx, conn, "BEGIN", "INSERT INTO wpm VALUES (1, 'prepared')", "PREPARE TRANSACTION 'wpm_held'")
+	after := e.src.QueryString(t, "SELECT pg_current_wal_lsn()::text")
+	pw := rc.await(t, p, 0, "prepared.waiting", nil)
+	var keys []string
+	for k := range pw {
+		keys = append(keys, k)
+	}
+	want := append([]string{"id", "event", "time", "slot", "source", "target", "lsn"}, hookFields["prepared.waiting"]...)
+	slices.Sort(keys)
+	slices.Sort(want)
+	if !slices.Equal(keys, want) {
+		t.Errorf("prepared.waiting has fields %v, documented %v", keys, want)
+	}
+	if gid, _ := pw["gid"].(string); !strings.HasPrefix(gid, "pgrelay_"+e.slot+"_") || pw["held_seconds"].(float64) < 1 || pw["threshold_seconds"] != 1.0 {
+		t.Errorf("prepared.waiting: %v; want a GID of slot %s held at least the 1 s threshold", pw, e.slot)
+	}
+	if _, err := time.Parse(time.RFC3339, fmt.Sprint(pw["prepared_at"])); err != nil {
+		t.Errorf("prepared.waiting prepared_at %v: %v", pw["prepared_at"], err)
+	}
+	lsn, err := pglogrepl.ParseLSN(lsnOf(pw))
+	if bound, _ := pglogrepl.ParseLSN(after); err != nil || lsn == 0 || lsn > bound {
+		t.Errorf("prepared.waiting lsn %v; want its PREPARE's, at most %s", pw["lsn"], after)
+	}
+	e2eExec(t, ctx, conn, "COMMIT PREPARED 'wpm_held'")
+	e.wait(t, p, 2*time.Minute, "the committed row", "SELECT COUNT(*) FROM wpm")
+	e.sync(t, p, 2*time.Minute)
+	n := 0
+	for _, ev := range rc.accepted(0) {
+		if ev["event"] == "prepared.waiting" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d prepared.waiting events for one held transaction, want 1", n)
+	}
+	rc.checkDelivery(t)
 }
 
 // TestWebhookSlotAndPrepared: on a source whose max_slot_wal_keep_size is

@@ -61,6 +61,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -81,6 +82,7 @@ var (
 	_ sink.SlotLocker     = (*Sink)(nil)
 	_ sink.Teardowner     = (*Sink)(nil)
 	_ sink.TableInspector = (*Sink)(nil)
+	_ sink.PreparedLister = (*Sink)(nil)
 )
 
 // UnfitSetting is the environment variable that sets Options.UnfitAsNull
@@ -171,6 +173,11 @@ type Sink struct {
 	// lockConn holds the slot's named lock (LockSlot).
 	lockMu   sync.Mutex
 	lockConn *sql.Conn
+
+	// unmarkedSeen is when HeldPrepared first saw each prepared XA
+	// transaction it found no marker row of.
+	unmarkedMu   sync.Mutex
+	unmarkedSeen map[string]time.Time
 }
 
 // New connects to the target at url (mysql://user:password@host:port/db),

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -378,4 +379,125 @@ func (s *Sink) PreparedCommitted(ctx context.Context, gid string, prepareEnd sou
 		return false, classify(fmt.Errorf("sink/mysql: list prepared XA transactions: %w", err), false)
 	}
 	return !prepared, nil
+}
+
+// HeldPrepared lists slot's prepared XA transactions with their age by the
+// server's clock, oldest first (sink.PreparedLister). XA RECOVER says which
+// are prepared (a committed or rolled back one is not); age and LSN come from
+// the marker row each inserted into pgrelay_prepared inside itself, so they
+// hold across a restart of pgrelay or of the server (InnoDB's own start time
+// of a recovered transaction is its recovery's).
+//
+// The marker is uncommitted while the transaction is prepared, and the
+// prepared transaction holds it locked: it is read in a READ UNCOMMITTED,
+// READ ONLY transaction, whose SELECT is a nonlocking read of the newest
+// version on MySQL 8 and MariaDB alike (never waits, takes no lock). The
+// isolation is set for that transaction alone (the driver's SET TRANSACTION
+// without SESSION): the pool's session keeps READ COMMITTED. Markers are
+// written with CURRENT_TIMESTAMP(6) in a '+00:00' session (every session of
+// the sink), so they compare with UTC_TIMESTAMP(6).
+//
+// Without XA_RECOVER_ADMIN, MySQL 8 refuses XA RECOVER with XAER_RMERR
+// (1401; the access denied error only in SHOW WARNINGS): pgrelay then
+// prepares nothing (CanPrepare), so nothing is held.
+func (s *Sink) HeldPrepared(ctx context.Context, slot string) ([]sink.HeldPrepared, error) {
+	gids, err := s.xaRecover(ctx, s.db)
+	if n := mysqlNumber(err); n == 1401 || n == 1227 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify(fmt.Errorf("sink/mysql: list the prepared transactions of slot %q (XA RECOVER): %w", slot, err), false)
+	}
+	var own []string
+	for _, g := range gids {
+		if sink.OwnGID(slot, g) {
+			own = append(own, g)
+		}
+	}
+	var marked map[string]sink.HeldPrepared
+	if len(own) > 0 {
+		if marked, err = s.preparedMarkers(ctx, own); err != nil {
+			return nil, classify(fmt.Errorf("sink/mysql: read the marker rows of slot %q's prepared transactions (pgrelay_prepared): %w", slot, err), false)
+		}
+	}
+	held := make([]sink.HeldPrepared, 0, len(own))
+	var unmarked []string
+	for _, g := range own {
+		if h, ok := marked[g]; ok {
+			held = append(held, h)
+		} else {
+			unmarked = append(unmarked, g)
+		}
+	}
+	for i, age := range s.sinceFirstSeen(slot, unmarked) {
+		held = append(held, sink.HeldPrepared{GID: unmarked[i], Age: age})
+	}
+	slices.SortFunc(held, func(a, b sink.HeldPrepared) int {
+		if c := cmp.Compare(b.Age, a.Age); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GID, b.GID)
+	})
+	return held, nil
+}
+
+// preparedMarkers reads the marker rows of gids, uncommitted ones included,
+// without a lock (see HeldPrepared).
+func (s *Sink) preparedMarkers(ctx context.Context, gids []string) (map[string]sink.HeldPrepared, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadUncommitted, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	list := make([]string, len(gids))
+	for i, g := range gids {
+		list[i] = schema.QuoteString(g)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT gid, end_lsn, TIMESTAMPDIFF(MICROSECOND, created_at, UTC_TIMESTAMP(6)) FROM pgrelay_prepared WHERE gid IN ("+strings.Join(list, ", ")+")")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	marked := make(map[string]sink.HeldPrepared, len(gids))
+	for rows.Next() {
+		var gid string
+		var end uint64
+		var micros int64
+		if err := rows.Scan(&gid, &end, &micros); err != nil {
+			return nil, err
+		}
+		marked[gid] = sink.HeldPrepared{GID: gid, Age: time.Duration(max(micros, 0)) * time.Microsecond, LSN: source.LSN(end)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return marked, tx.Commit()
+}
+
+// sinceFirstSeen is how long ago this sink first saw each of gids, slot's
+// prepared transactions without a marker row (made by hand, or finished
+// between XA RECOVER and the read): a lower bound of their age. It forgets
+// slot's others.
+func (s *Sink) sinceFirstSeen(slot string, gids []string) []time.Duration {
+	s.unmarkedMu.Lock()
+	defer s.unmarkedMu.Unlock()
+	now := time.Now()
+	for g := range s.unmarkedSeen {
+		if sink.OwnGID(slot, g) && !slices.Contains(gids, g) {
+			delete(s.unmarkedSeen, g)
+		}
+	}
+	ages := make([]time.Duration, len(gids))
+	for i, g := range gids {
+		first, ok := s.unmarkedSeen[g]
+		if !ok {
+			if s.unmarkedSeen == nil {
+				s.unmarkedSeen = make(map[string]time.Time)
+			}
+			first = now
+			s.unmarkedSeen[g] = now
+		}
+		ages[i] = now.Sub(first)
+	}
+	return ages
 }
