@@ -912,13 +912,18 @@ WHERE ad.adrelid = ANY ($1::pg_catalog.oid[]) AND a.attgenerated = '' AND a.atti
 UNION ALL
 -- An identity column of a partitioned table the objects create: its
 -- partitions take their values from its sequence (a default of it, which
--- the end of a migration creates and sets), and so does it.
+-- the end of a migration creates and sets), and so does it. A partitioned
+-- partition's identity column (PostgreSQL 17+ marks one) has no sequence of
+-- its own: it takes the root's, as on the source.
 SELECT c.oid, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text,
-	'nextval(' || pg_catalog.quote_literal(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), a.attname)) || '::regclass)'
+	'nextval(' || pg_catalog.quote_literal(s.seq) || '::regclass)'
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE a.attrelid = ANY ($2::pg_catalog.oid[]) AND a.attidentity <> '' AND NOT a.attisdropped
+CROSS JOIN LATERAL (SELECT coalesce(
+	pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), a.attname),
+	pg_catalog.pg_get_serial_sequence(pg_catalog.pg_partition_root(c.oid)::pg_catalog.regclass::pg_catalog.text, a.attname)) AS seq) s
+WHERE a.attrelid = ANY ($2::pg_catalog.oid[]) AND a.attidentity <> '' AND NOT a.attisdropped AND s.seq IS NOT NULL
 ORDER BY 1`, mapKeys(r.tables), r.oursUnpublished())
 	if err != nil {
 		return err
