@@ -38,6 +38,18 @@ const (
 	KindPolicy      ObjectKind = "policy"
 	KindRule        ObjectKind = "rule"
 	KindInheritance ObjectKind = "inheritance"
+	// Kinds read only to be listed (readUnsupported), named as
+	// pg_identify_object names them.
+	KindOperator           ObjectKind = "operator"
+	KindOperatorClass      ObjectKind = "operator class"
+	KindOperatorFamily     ObjectKind = "operator family"
+	KindCast               ObjectKind = "cast"
+	KindCollation          ObjectKind = "collation"
+	KindConversion         ObjectKind = "conversion"
+	KindTextSearchConfig   ObjectKind = "text search configuration"
+	KindTextSearchDict     ObjectKind = "text search dictionary"
+	KindTextSearchParser   ObjectKind = "text search parser"
+	KindTextSearchTemplate ObjectKind = "text search template"
 )
 
 // kindOrder ranks the kinds for creation: what an object may need comes
@@ -48,6 +60,8 @@ var kindOrder = map[ObjectKind]int{
 	KindDefault: 9, KindCheck: 10, KindView: 11, KindMatView: 11, KindIndex: 12,
 	KindForeignKey: 13, KindTrigger: 14, KindStatistics: 15, KindComment: 16, KindGrant: 17,
 	KindPolicy: 18, KindRule: 18, KindInheritance: 18,
+	KindOperator: 18, KindOperatorClass: 18, KindOperatorFamily: 18, KindCast: 18, KindCollation: 18, KindConversion: 18,
+	KindTextSearchConfig: 18, KindTextSearchDict: 18, KindTextSearchParser: 18, KindTextSearchTemplate: 18,
 }
 
 // Phase says when an object is created on the target.

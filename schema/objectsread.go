@@ -172,6 +172,7 @@ func (r *objectReader) read(ctx context.Context) (*SourceObjects, error) {
 		{"the triggers", func(ctx context.Context) error { return r.readTriggers(ctx, views) }},
 		{"the statistics objects", r.readStatistics},
 		{"the policies and rules", r.readPoliciesAndRules},
+		{"the operators, casts, collations and text search objects", func(ctx context.Context) error { return r.readUnsupported(ctx, procs, types) }},
 		{"the dependencies", func(ctx context.Context) error { return r.readNeeds(ctx, views) }},
 		{"the comments", func(ctx context.Context) error { return r.readComments(ctx, views, procs, types) }},
 	}
@@ -912,13 +913,18 @@ WHERE ad.adrelid = ANY ($1::pg_catalog.oid[]) AND a.attgenerated = '' AND a.atti
 UNION ALL
 -- An identity column of a partitioned table the objects create: its
 -- partitions take their values from its sequence (a default of it, which
--- the end of a migration creates and sets), and so does it.
+-- the end of a migration creates and sets), and so does it. A partitioned
+-- partition's identity column (PostgreSQL 17+ marks one) has no sequence of
+-- its own: it takes the root's, as on the source.
 SELECT c.oid, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text,
-	'nextval(' || pg_catalog.quote_literal(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), a.attname)) || '::regclass)'
+	'nextval(' || pg_catalog.quote_literal(s.seq) || '::regclass)'
 FROM pg_catalog.pg_attribute a
 JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE a.attrelid = ANY ($2::pg_catalog.oid[]) AND a.attidentity <> '' AND NOT a.attisdropped
+CROSS JOIN LATERAL (SELECT coalesce(
+	pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), a.attname),
+	pg_catalog.pg_get_serial_sequence(pg_catalog.pg_partition_root(c.oid)::pg_catalog.regclass::pg_catalog.text, a.attname)) AS seq) s
+WHERE a.attrelid = ANY ($2::pg_catalog.oid[]) AND a.attidentity <> '' AND NOT a.attisdropped AND s.seq IS NOT NULL
 ORDER BY 1`, mapKeys(r.tables), r.oursUnpublished())
 	if err != nil {
 		return err
@@ -1236,6 +1242,54 @@ ORDER BY 2`, mapKeys(r.tables))
 			o.LeftOut = "row-level security is not carried: create it on the target by hand before the switch"
 		}
 		r.add(o)
+		return nil
+	})
+	return err
+}
+
+// readUnsupported lists, left out, the objects of kinds pgrelay does not
+// carry that the application may use: the operators, operator classes and
+// families, collations, conversions and text search objects of the carried
+// schemas, and the casts of the carried types or functions (none of an
+// extension's: the extension brings it, nor one PostgreSQL made with another
+// object, as a multirange's casts). A query or a view using one fails on the
+// target until it is made there by hand.
+func (r *objectReader) readUnsupported(ctx context.Context, procs, types []uint32) error {
+	rows, err := r.tx.Query(ctx, `
+WITH objs(classid, objid) AS (
+	SELECT 'pg_catalog.pg_operator'::pg_catalog.regclass, o.oid FROM pg_catalog.pg_operator o
+		JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_opclass'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_opclass c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.opcnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_opfamily'::pg_catalog.regclass, f.oid FROM pg_catalog.pg_opfamily f
+		JOIN pg_catalog.pg_namespace n ON n.oid = f.opfnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_collation'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_collation c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_conversion'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_conversion c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_ts_config'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_ts_config c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.cfgnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_ts_dict'::pg_catalog.regclass, d.oid FROM pg_catalog.pg_ts_dict d
+		JOIN pg_catalog.pg_namespace n ON n.oid = d.dictnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_ts_parser'::pg_catalog.regclass, p.oid FROM pg_catalog.pg_ts_parser p
+		JOIN pg_catalog.pg_namespace n ON n.oid = p.prsnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_ts_template'::pg_catalog.regclass, t.oid FROM pg_catalog.pg_ts_template t
+		JOIN pg_catalog.pg_namespace n ON n.oid = t.tmplnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	UNION ALL SELECT 'pg_catalog.pg_cast'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_cast c
+		WHERE c.oid >= 16384 AND (c.castfunc = ANY ($2::pg_catalog.oid[]) OR c.castsource = ANY ($3::pg_catalog.oid[]) OR c.casttarget = ANY ($3::pg_catalog.oid[]))
+)
+SELECT o.objid, i.type, i.identity
+FROM objs o CROSS JOIN LATERAL pg_catalog.pg_identify_object(o.classid, o.objid, 0) i
+WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend e WHERE e.classid = o.classid AND e.objid = o.objid AND e.deptype IN ('e', 'i'))
+ORDER BY 2, 3`, r.schemas, procs, types)
+	if err != nil {
+		return err
+	}
+	var oid uint32
+	var typ, identity string
+	_, err = pgx.ForEachRow(rows, []any{&oid, &typ, &identity}, func() error {
+		r.add(&Object{Kind: ObjectKind(typ), Name: identity, Phase: PostData, OID: oid,
+			LeftOut: "pgrelay does not carry this kind of object: create it on the target by hand, as the source defines it, before the switch"})
 		return nil
 	})
 	return err
