@@ -1206,22 +1206,26 @@ ORDER BY s.oid`, mapKeys(r.tables))
 // partitions).
 func (r *objectReader) readPoliciesAndRules(ctx context.Context) error {
 	rows, err := r.tx.Query(ctx, `
-SELECT 'policy', p.oid, pg_catalog.quote_ident(p.polname) || ' on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
+SELECT 'policy', p.oid, pg_catalog.quote_ident(p.polname) || ' on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
+	p.polname::pg_catalog.text, NULL, NULL
 FROM pg_catalog.pg_policy p JOIN pg_catalog.pg_class c ON c.oid = p.polrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE p.polrelid = ANY ($1::pg_catalog.oid[])
 UNION ALL
-SELECT 'policy', c.oid, 'row level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
+SELECT 'policy', c.oid, 'row level security on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
+	NULL, NULL, NULL
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = ANY ($1::pg_catalog.oid[]) AND c.relrowsecurity
 UNION ALL
 SELECT 'inheritance', c.oid, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) || ' of ' ||
-	pg_catalog.quote_ident(pn.nspname) || '.' || pg_catalog.quote_ident(p.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
+	pg_catalog.quote_ident(pn.nspname) || '.' || pg_catalog.quote_ident(p.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
+	NULL, pn.nspname::pg_catalog.text, p.relname::pg_catalog.text
 FROM pg_catalog.pg_inherits i
 JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_class p ON p.oid = i.inhparent JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace
 WHERE NOT c.relispartition AND c.relkind IN ('r', 'p') AND (i.inhrelid = ANY ($1::pg_catalog.oid[]) OR i.inhparent = ANY ($1::pg_catalog.oid[]))
 UNION ALL
-SELECT 'rule', w.oid, pg_catalog.quote_ident(w.rulename) || ' on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text
+SELECT 'rule', w.oid, pg_catalog.quote_ident(w.rulename) || ' on ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), n.nspname::pg_catalog.text, c.relname::pg_catalog.text,
+	w.rulename::pg_catalog.text, NULL, NULL
 FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class c ON c.oid = w.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE w.ev_class = ANY ($1::pg_catalog.oid[]) AND w.rulename <> '_RETURN'
 ORDER BY 2`, mapKeys(r.tables))
@@ -1230,16 +1234,27 @@ ORDER BY 2`, mapKeys(r.tables))
 	}
 	var kind, name string
 	var oid uint32
-	var t QualifiedName
-	_, err = pgx.ForEachRow(rows, []any{&kind, &oid, &name, &t.Schema, &t.Name}, func() error {
+	var t, parent QualifiedName
+	var own, parentSchema, parentName *string
+	_, err = pgx.ForEachRow(rows, []any{&kind, &oid, &name, &t.Schema, &t.Name, &own, &parentSchema, &parentName}, func() error {
 		o := &Object{Kind: ObjectKind(kind), Name: name, Phase: PostData, Table: t, OID: oid}
-		switch kind {
-		case "rule":
+		// Made on the target by hand, it counts as there at the next run.
+		table := pgquote.Literal(pgx.Identifier{t.Schema, t.Name}.Sanitize())
+		switch {
+		case kind == "rule":
 			o.LeftOut = "rules are not carried: pgrelay applies changes as they happened on the source, and a rule would rewrite them; create it by hand at the switch"
-		case "inheritance":
+			o.Present = presentByAddress("rule", []string{t.Schema, t.Name, *own}, nil)
+		case kind == "inheritance":
 			o.LeftOut = "table inheritance is not carried: on the target the child is a table of its own, and queries on its parent there miss its rows; ALTER TABLE … INHERIT … on the target (once the child has the parent's check constraints) restores it"
+			parent = QualifiedName{Schema: *parentSchema, Name: *parentName}
+			o.Present = "SELECT EXISTS (SELECT FROM pg_catalog.pg_inherits WHERE inhrelid = pg_catalog.to_regclass(" + table +
+				") AND inhparent = pg_catalog.to_regclass(" + pgquote.Literal(pgx.Identifier{parent.Schema, parent.Name}.Sanitize()) + "))"
+		case own != nil:
+			o.LeftOut = "row-level security is not carried: create it on the target by hand before the switch"
+			o.Present = presentByAddress("policy", []string{t.Schema, t.Name, *own}, nil)
 		default:
 			o.LeftOut = "row-level security is not carried: create it on the target by hand before the switch"
+			o.Present = "SELECT relrowsecurity FROM pg_catalog.pg_class WHERE oid = pg_catalog.to_regclass(" + table + ")"
 		}
 		r.add(o)
 		return nil
@@ -1278,17 +1293,27 @@ WITH objs(classid, objid) AS (
 	UNION ALL SELECT 'pg_catalog.pg_cast'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_cast c
 		WHERE c.oid >= 16384 AND (c.castfunc = ANY ($2::pg_catalog.oid[]) OR c.castsource = ANY ($3::pg_catalog.oid[]) OR c.casttarget = ANY ($3::pg_catalog.oid[]))
 )
-SELECT o.objid, i.type, i.identity
+SELECT o.objid, i.type, i.identity, a.type, a.object_names, a.object_args
 FROM objs o CROSS JOIN LATERAL pg_catalog.pg_identify_object(o.classid, o.objid, 0) i
+CROSS JOIN LATERAL pg_catalog.pg_identify_object_as_address(o.classid, o.objid, 0) a
 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend e WHERE e.classid = o.classid AND e.objid = o.objid AND e.deptype IN ('e', 'i'))
 ORDER BY 2, 3`, r.schemas, procs, types)
 	if err != nil {
 		return err
 	}
 	var oid uint32
-	var typ, identity string
-	_, err = pgx.ForEachRow(rows, []any{&oid, &typ, &identity}, func() error {
-		r.add(&Object{Kind: ObjectKind(typ), Name: identity, Phase: PostData, OID: oid,
+	var typ, identity, addrType string
+	var names, args []string
+	_, err = pgx.ForEachRow(rows, []any{&oid, &typ, &identity, &addrType, &names, &args}, func() error {
+		// One made on the target by hand counts as there at the next run.
+		// A prefix operator's address does not go back through
+		// pg_get_object_address (one argument where it takes two, on 14 to
+		// 18): operators are looked up by their identity.
+		present := presentByAddress(addrType, names, args)
+		if ObjectKind(typ) == KindOperator {
+			present = "SELECT pg_catalog.to_regoperator(" + pgquote.Literal(identity) + ") IS NOT NULL"
+		}
+		r.add(&Object{Kind: ObjectKind(typ), Name: identity, Phase: PostData, OID: oid, Present: present,
 			LeftOut: "pgrelay does not carry this kind of object: create it on the target by hand, as the source defines it, before the switch"})
 		return nil
 	})

@@ -38,12 +38,15 @@ const objectLockWait = 10 * time.Second
 // in PreData, left out with the target's error in PostData.
 func (s *Sink) CarryObjects(ctx context.Context, phase schema.Phase, objs []*schema.Object) ([]sink.ObjectResult, error) {
 	results := make([]sink.ObjectResult, len(objs))
-	var todo []int
+	var todo, listed []int
 	for i, o := range objs {
 		results[i] = sink.ObjectResult{Kind: o.Kind, Name: o.Name}
 		switch {
 		case o.LeftOut != "":
 			results[i].State, results[i].Reason = sink.ObjectLeftOut, o.LeftOut
+			if o.Present != "" && o.Phase <= phase {
+				listed = append(listed, i)
+			}
 		case o.Phase > phase:
 			results[i].State, results[i].Reason = sink.ObjectDeferred, "comes "+o.Phase.String()
 		default:
@@ -51,6 +54,16 @@ func (s *Sink) CarryObjects(ctx context.Context, phase schema.Phase, objs []*sch
 		}
 	}
 	err := s.withMeta(ctx, func(conn *pgx.Conn) error {
+		// What pgrelay does not make but a hand made on the target is there.
+		for _, i := range listed {
+			present, err := objectPresent(ctx, conn, objs[i])
+			if err != nil {
+				return err
+			}
+			if present {
+				results[i].State, results[i].Reason = sink.ObjectPresent, ""
+			}
+		}
 		failed := map[int]error{}
 		// Tables a prepared transaction holds on the target: DDL on them
 		// would wait until its COMMIT PREPARED, which comes with the
