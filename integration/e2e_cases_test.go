@@ -1145,4 +1145,21 @@ var e2eCases = []e2eCase{
 			compared(0),
 		},
 	},
+	{
+		// While pgrelay is stopped a column is added, then a is renamed b2
+		// and d takes the name a. The first message names a and d, which the
+		// catalog read later gives as d's number and none: matched by those,
+		// d would be renamed a and the real a dropped with its values.
+		name:   "NameReusedWhileStopped",
+		on:     onMajor15,
+		source: []string{"CREATE TABLE nr (id int PRIMARY KEY, a text, d text); INSERT INTO nr SELECT i, 'a' || i, 'd' || i FROM generate_series(1, 3) i"},
+		steps: []e2eStep{
+			migrate(),
+			onSource("ALTER TABLE nr ADD COLUMN x int", "INSERT INTO nr VALUES (10, 'a10', 'd10', 1)",
+				"ALTER TABLE nr RENAME COLUMN a TO b2", "ALTER TABLE nr RENAME COLUMN d TO a", "INSERT INTO nr VALUES (11, 'a11', 'd11', 2)"),
+			migrate(),
+			targetHas("SELECT string_agg(concat_ws(',', id, b2, a, x), ' ' ORDER BY id) FROM nr", "1,a1,d1 2,a2,d2 3,a3,d3 10,a10,d10,1 11,a11,d11,2"),
+			compared(0),
+		},
+	},
 }

@@ -150,7 +150,9 @@ func (s *Sink) ensureTable(ctx context.Context, conn *sql.Conn, t, prev *schema.
 	if stored == nil {
 		return s.create(ctx, conn, t)
 	}
-	schema.InferRenamed(stored.def, t)
+	if err := schema.MatchNumbers(stored.def, t); err != nil {
+		return err
+	}
 	if ss, sn := s.dialect.TargetTable(stored.def); ss == sch && sn == name && schema.SameDefinition(stored.def, t) {
 		if stored.def.RelationID != t.RelationID && t.RelationID != 0 {
 			return s.storeDefinition(ctx, conn, stored, t)

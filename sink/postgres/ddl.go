@@ -91,9 +91,12 @@ func (s *Sink) ensureTable(ctx context.Context, t, prev *schema.Table, apart boo
 		return false, classify(fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err), conn.IsClosed())
 	}
 	prev = pl.prev
-	// A column renamed and renamed back on the source since the message was
-	// sent gets its attribute number back from what the table was built to.
-	schema.InferRenamed(prev, t)
+	// Attribute numbers the source's catalog gave under names that moved
+	// since the message was sent, and a column renamed and renamed back, are
+	// set right from what the table was built to.
+	if err := schema.MatchNumbers(prev, t); err != nil {
+		return false, fmt.Errorf("sink/postgres: ensure table %s: %w", qname, err)
+	}
 	if prev != nil && len(pl.before) == 0 && schema.SameDefinition(prev, t) && !schema.LearnsNumbers(prev, t) {
 		delete(s.behind, t.RelationID)
 		return false, nil
