@@ -298,6 +298,9 @@ var myCases = []myCase{
 	{"inet", "inet", "'10.0.0.1/24'", "VARCHAR(43)", "'10.0.0.1/24'"},
 	{"iv", "interval", "'1 year 2 mons 3 days 04:05:06.789'", "VARCHAR(255)", "'1 year 2 mons 3 days 04:05:06.789'"},
 	{"mood", "canon_mood", "'ok'", "VARCHAR(255)", "'ok'"},
+	// money is kept as the C locale's text (the mapping's "other types").
+	{"cash", "money", "'-1234.5'", "LONGTEXT", "'-$1,234.50'"},
+	{"cashs", "money[]", "'{1,NULL}'", "JSON", `'["$1.00", null]'`},
 }
 
 // TestVerifyMariaDBForms: each mapped MariaDB column type, read back through

@@ -19,7 +19,8 @@ import (
 //	                                                        CAST(c AS DOUBLE): FLOAT's
 //	                                                        text has 6 digits only
 //	float8               DOUBLE
-//	numeric, money       DECIMAL(p,s), DECIMAL(65,30)    -> trailing zeros dropped
+//	numeric              DECIMAL(p,s), DECIMAL(65,30)    -> trailing zeros dropped
+//	money                LONGTEXT of the C locale's text -> its amount, as numeric
 //	text, varchar        LONGTEXT, VARCHAR               -> as is
 //	char(n)              CHAR(n)                         -> without trailing spaces
 //	bytea                LONGBLOB, VARBINARY             -> \x hex
@@ -121,6 +122,9 @@ func fromMySQL(t Type, v any) (string, error) {
 			return strconv.FormatUint(x, 10), nil
 		}
 		if s, ok := mysqlText(v); ok {
+			if t.Kind == KindMoney {
+				s = moneyAmount(s)
+			}
 			return NumericText(s)
 		}
 	case KindText, KindOther:
@@ -190,6 +194,23 @@ func fromMySQL(t Type, v any) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("unexpected driver value for a column of type %s", t)
+}
+
+// moneyAmount is the amount of a money value a MySQL column holds as
+// PostgreSQL's text form in the C locale ("$1,234.56", "-$0.01": the type
+// mapping keeps money as text): the number without "$" and the thousands'
+// commas. A value without them (a DECIMAL) is returned as it is.
+func moneyAmount(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	rest := strings.TrimPrefix(s, "-")
+	if !strings.HasPrefix(rest, "$") {
+		return s
+	}
+	rest = strings.ReplaceAll(rest[1:], ",", "")
+	if neg {
+		return "-" + rest
+	}
+	return rest
 }
 
 func mysqlText(v any) (string, bool) {

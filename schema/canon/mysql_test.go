@@ -35,6 +35,9 @@ func TestFromMySQL(t *testing.T) {
 		{k(KindNumeric), []byte("0.000000"), "0"},
 		{k(KindNumeric), int64(12), "12"},
 		{k(KindMoney), []byte("12.50"), "12.5"},
+		{k(KindMoney), []byte("$1,234.50"), "1234.5"}, // the text form a money column holds
+		{k(KindMoney), []byte("-$92,233,720,368,547,758.08"), "-92233720368547758.08"},
+		{k(KindMoney), []byte("$0.00"), "0"},
 		{k(KindText), []byte("a\x00b"), "a\x00b"},
 		{k(KindText), []byte("ünïcødé 🐘"), "ünïcødé 🐘"},
 		{k(KindChar), []byte("ab"), "ab"},
