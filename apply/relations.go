@@ -323,6 +323,10 @@ func ensureTableError(lsn source.LSN, t *schema.Table, err error) error {
 	if earlier := (*sink.EarlierChangeError)(nil); errors.As(err, &earlier) {
 		return fmt.Errorf("apply: %w", err)
 	}
+	if lsn == 0 {
+		// Before any transaction of the session: no position to name.
+		return fmt.Errorf("apply: create or alter target table for %s: %w", t.QualifiedName(), err)
+	}
 	return fmt.Errorf("apply: create or alter target table for %s at %s: %w", t.QualifiedName(), lsn, err)
 }
 
