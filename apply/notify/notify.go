@@ -439,12 +439,13 @@ func CheckURL(raw string) error {
 // Slack, Discord or Teams URL ends in one). Not the URL whole, its host or
 // its short segments such as /hooks: a redaction that hides every piece of
 // a secret (cmd/pgrelay's) would garble every message naming a host, a port
-// or a word of the path. A URL that does not parse is taken whole.
+// or a word of the path. A URL that does not parse is taken apart as its
+// shape allows (unparsableSecrets).
 func URLSecrets(raw string) []string {
 	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return []string{raw}
+		return unparsableSecrets(raw)
 	}
 	var out []string
 	if p, ok := u.User.Password(); ok {
@@ -456,6 +457,44 @@ func URLSecrets(raw string) []string {
 		out = append(out, vs...)
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= minTokenLen {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
+// unparsableSecrets are the parts of a URL url.Parse refused (a bad port or
+// host, a bad escape, a password pasted with its '/', '?' or '#') that may be
+// credentials: everything before the last '@' after the scheme (whatever of
+// a password the parsers may split), the query's values and the token-long
+// path segments, as URLSecrets takes them. Not the URL whole: its scheme
+// and the words of the error quoting it (http, ://) would be hidden too,
+// and the message saying what a webhook URL must be read "expected an xxxxx
+// or xxxxxs:// URL".
+func unparsableSecrets(raw string) []string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || strings.ContainsAny(scheme, "@/?#") {
+		return []string{raw}
+	}
+	var out []string
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		out = append(out, rest[:i])
+		rest = rest[i+1:]
+	}
+	rest, fragment, _ := strings.Cut(rest, "#")
+	if fragment != "" {
+		out = append(out, fragment)
+	}
+	rest, query, _ := strings.Cut(rest, "?")
+	for _, kv := range strings.Split(query, "&") {
+		if _, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			out = append(out, v)
+		} else if !ok && kv != "" {
+			out = append(out, kv)
+		}
+	}
+	for _, seg := range strings.Split(rest, "/") {
 		if len(seg) >= minTokenLen {
 			out = append(out, seg)
 		}

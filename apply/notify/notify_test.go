@@ -954,6 +954,12 @@ func TestURLSecrets(t *testing.T) {
 	if got := URLSecrets("http://127.0.0.1:9000/hooks/pgrelay"); len(got) != 0 {
 		t.Errorf("a URL without credentials: %q, want none", got)
 	}
+	// A URL that does not parse gives its credentials, not itself whole.
+	got = URLSecrets("http://u:pa/ss@[::1/hooks?token=abc1")
+	want = []string{"u:pa/ss", "abc1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("unparsable: %q, want %q", got, want)
+	}
 }
 
 // A password pasted into a URL unescaped, which a reading of the URL takes

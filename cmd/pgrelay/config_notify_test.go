@@ -184,3 +184,38 @@ func TestWebhookURLLeavesLogsReadable(t *testing.T) {
 		}
 	}
 }
+
+// A webhook URL that does not parse (a bad host or port, a bad escape, a
+// password pasted with its '/') is one readable line, exit 2, without its
+// credentials: taken whole for a secret, its "http" and "://" were hidden in
+// the message saying what is expected ("expected an xxxxx or xxxxxs:// URL").
+func TestWebhookURLUnparsableReadable(t *testing.T) {
+	const want = "pgrelay: PGRELAY_WEBHOOK_URL entry 1: expected an http:// or https:// URL with a host, e.g. https://hooks.example.com/pgrelay\n"
+	for _, hook := range []string{
+		"http://u:Sekr1tPw@[::1",
+		"http://u:Sekr1tPw@h:abc/",
+		"https://u:Sek/r1tPw@h/x",
+		"http://h/%zz?token=Sekr1tPw",
+		"http://h/Sekr1tPwSekr1tPw%zz",
+	} {
+		clearEnv(t)
+		env := map[string]string{
+			"PGRELAY_SOURCE_URL":  "postgres://u@h/db",
+			"PGRELAY_WEBHOOK_URL": hook,
+		}
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"tail"}, lookup, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", hook, code, exitUsage)
+		}
+		if stderr.String() != want {
+			t.Errorf("%q: stderr\n%q, want\n%q", hook, stderr.String(), want)
+		}
+		if strings.Contains(stderr.String(), "Sekr") {
+			t.Errorf("%q: stderr shows the password: %s", hook, stderr.String())
+		}
+	}
+}
