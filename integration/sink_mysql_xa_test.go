@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrelay/pgrelay/integration/harness"
 	"github.com/pgrelay/pgrelay/sink"
 	"github.com/pgrelay/pgrelay/sink/mysql"
 	"github.com/pgrelay/pgrelay/sink/sinktest"
@@ -345,4 +346,40 @@ func TestSinkMySQLSeedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantMyQuery(t, my, "8", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'pgrelay\\_%'")
+}
+
+// TestSinkMySQLHalfMadeMetadata: a run stopped inside pgrelay's first
+// migration (MySQL commits its statements one by one) leaves some of the
+// metadata tables: that is no metadata yet for status and teardown, not
+// metadata whose other tables they would fail to find; the next run
+// finishes the migration.
+func TestSinkMySQLHalfMadeMetadata(t *testing.T) {
+	my := harness.MariaDB(t)
+	ctx := t.Context()
+	my.Exec(t, `CREATE TABLE pgrelay_schema_migrations (version INT NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL,
+		applied_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB`)
+	my.Exec(t, `CREATE TABLE pgrelay_progress (slot VARCHAR(64) NOT NULL PRIMARY KEY, lsn BIGINT UNSIGNED NOT NULL,
+		commit_time DATETIME(6) NULL, updated_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB`)
+	in, err := mysql.New(ctx, my.URL(), mysql.Options{Inspect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	if has, err := in.HasMetadata(ctx); err != nil || has {
+		t.Fatalf("HasMetadata with the first migration half run: %v, %v; want false", has, err)
+	}
+	s, err := mysql.New(ctx, my.URL(), mysql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	if _, err := s.Setup(ctx, sinktest.Slot); err != nil {
+		t.Fatalf("Setup after a half-run migration: %v", err)
+	}
+	if has, err := in.HasMetadata(ctx); err != nil || !has {
+		t.Fatalf("HasMetadata after Setup: %v, %v; want true", has, err)
+	}
+	if _, err := in.KnownRelations(ctx); err != nil {
+		t.Fatalf("KnownRelations after Setup: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgrelay/pgrelay/migrations"
 	"github.com/pgrelay/pgrelay/schema"
 	"github.com/pgrelay/pgrelay/sink"
 )
@@ -25,14 +26,21 @@ var (
 )
 
 // HasMetadata reports whether pgrelay's metadata tables exist in the URL's
-// database.
+// database: its first migration has run to the end. MySQL commits each of a
+// migration's statements on its own, so a run stopped inside it leaves some
+// of the tables; that is no metadata yet (the next run finishes it), not
+// metadata whose tables status would miss.
 func (s *Sink) HasMetadata(ctx context.Context) (bool, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'pgrelay_progress'`, s.database).Scan(&n)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return false, classify(fmt.Errorf("sink/mysql: look for pgrelay's metadata: %w", err), true)
+	}
+	defer conn.Close()
+	v, err := migrations.MySQLVersion(ctx, conn)
 	if err != nil {
 		return false, classify(fmt.Errorf("sink/mysql: look for pgrelay's metadata: %w", err), false)
 	}
-	return n > 0, nil
+	return v >= 1, nil
 }
 
 // MetadataSchema is the URL's database: pgrelay's tables (pgrelay_*) are
