@@ -104,6 +104,10 @@ var ErrRowNotFound = errors.New("row not found on the target (the target has div
 // a replica identity key.
 var ErrNoIdentity = errors.New("table has no replica identity")
 
+// OpChangeSchema is ChangeError.Op of a target table's schema change (CREATE or
+// ALTER TABLE made from a Relation message), which names no source LSN.
+const OpChangeSchema = "change schema of"
+
 // ChangeError is the error of one change or queued operation of a sink: what it
 // did, to which table, at which source LSN, and what the target said.
 type ChangeError struct {

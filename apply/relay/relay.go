@@ -212,6 +212,11 @@ func refusedHint(err error) error {
 		return err
 	}
 	const fix = "make it take it (a constraint, unique index, trigger or column type the source does not have, or a value it cannot hold), then run pgrelay again"
+	if ce.Op == sink.OpChangeSchema {
+		// A table's DDL from the stream (no LSN of its own), not a copied
+		// row: a new run makes it again, and copies nothing by itself.
+		return fmt.Errorf("%w; the target refused this schema change: make it take it by hand on the target table, then run pgrelay again, which resumes with this source transaction; or copy again with PGRELAY_SNAPSHOT=always (a column type changed on the source with ALTER … TYPE … USING is converted on the target with a plain cast: docs/limitations.md)", err)
+	}
 	if ce.LSN == 0 {
 		// A row of the snapshot copy: no source transaction to resume with.
 		return fmt.Errorf("%w; the target refused a row of the snapshot copy: %s, which copies that table again", err, fix)

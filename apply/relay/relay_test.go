@@ -85,6 +85,8 @@ func TestRefusedHint(t *testing.T) {
 		{"not a change", sink.ValueRejected(&pgconn.PgError{Code: "23505", Message: "refused"}), false},
 		{"copied row", fmt.Errorf("snapshot: copy public.t into the target: %w", &sink.ChangeError{Op: "copy (input line 3) into", Table: `"public"."t"`,
 			Err: &pgconn.PgError{Code: "23505", Message: "refused"}, Refused: true}), true},
+		{"schema change", fmt.Errorf("apply: create or alter target table for public.t at 0/10: %w", &sink.ChangeError{Op: sink.OpChangeSchema, Table: `"public"."t"`,
+			Err: &pgconn.PgError{Code: "22P02", Message: "invalid input syntax for type integer"}, Refused: true}), true},
 	} {
 		got := refusedHint(c.err)
 		if has := strings.Contains(got.Error(), "make it take it"); has != c.hint {
@@ -95,6 +97,11 @@ func TestRefusedHint(t *testing.T) {
 		}
 		if c.hint && strings.Contains(got.Error(), "resumes with this source transaction") == (c.name == "copied row") {
 			t.Errorf("%s: %q: a copied row has no source transaction to resume with; a change has", c.name, got)
+		}
+		// A refused ALTER TABLE from the stream is no copied row: a new run
+		// copies nothing (it once said it did).
+		if strings.Contains(got.Error(), "snapshot copy") != (c.name == "copied row") {
+			t.Errorf("%s: %q: only a copied row is said to be of the snapshot copy", c.name, got)
 		}
 	}
 }

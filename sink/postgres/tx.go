@@ -59,7 +59,7 @@ func (k opKind) String() string {
 	case opCommit:
 		return "commit"
 	case opDDL:
-		return "change schema of"
+		return sink.OpChangeSchema
 	default:
 		return "deallocate"
 	}
