@@ -2045,6 +2045,37 @@ func TestE2EPublicationChangedSinceCopy(t *testing.T) {
 	}
 }
 
+// TestE2EPublicationTableLeft: a copied table dropped from the publication is
+// said to have left it, once by a running replicate's check and at each
+// start: its changes no longer come, and nothing would say so when it is
+// added back (docs/limitations.md).
+func TestE2EPublicationTableLeft(t *testing.T) {
+	e := e2ePair(t, harness.Majors()[0])
+	e.src.Exec(t, `CREATE TABLE pl_a (id int PRIMARY KEY); CREATE TABLE pl_b (id int PRIMARY KEY); INSERT INTO pl_a VALUES (1)`)
+	e.src.Exec(t, "CREATE PUBLICATION "+e.pub+" FOR TABLE pl_a, pl_b")
+	e.mustRun(3*time.Minute, "migrate")
+	watched := *e
+	watched.extra = append(slices.Clone(e.extra), "PGRELAY_PUBLICATION_CHECK_INTERVAL=1s")
+	p := watched.start("replicate")
+	p.waitLog(t, "streaming", 2*time.Minute)
+	e2eAwaitPublicationChecks(t, e, p, 1)
+	if strings.Contains(p.logs(), "no longer published") {
+		t.Fatalf("said before the table left:\n%s", p.logs())
+	}
+	e.src.Exec(t, "ALTER PUBLICATION "+e.pub+" DROP TABLE pl_a")
+	p.waitLog(t, "no longer published", time.Minute)
+	e2eAwaitPublicationChecks(t, e, p, 2)
+	if n := strings.Count(p.logs(), "no longer published"); n != 1 || !strings.Contains(p.logs(), `"table":"public.pl_a"`) {
+		t.Errorf("replicate said %d times that a table left the publication, want once naming public.pl_a; log:\n%s", n, p.logs())
+	}
+	if code := p.term(t, time.Minute); code != 0 {
+		t.Fatalf("replicate exited %d; log:\n%s", code, p.logs())
+	}
+	if again := e.mustRun(3*time.Minute, "migrate"); !strings.Contains(again.logs(), "no longer published") {
+		t.Errorf("migrate's start does not say public.pl_a left the publication; log:\n%s", again.logs())
+	}
+}
+
 // TestE2EAddedTableSameServerPrepared: source and target are two databases of
 // one server, and the target holds pgrelay's prepared transaction (its source
 // twin committed while pgrelay was stopped) when pgrelay restarts to copy a

@@ -707,13 +707,20 @@ func stoppedMidGroup(ctx context.Context, err error, caughtUp bool) bool {
 func watchPublication(ctx context.Context, cfg *Config, tgt sink.SeedStore, major int, log *slog.Logger) error {
 	tick := time.NewTicker(cfg.PublicationCheck)
 	defer tick.Stop()
+	said := map[string]bool{} // tables said to have left the publication
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		err := checkPublicationNow(ctx, cfg, tgt, major)
+		left, err := checkPublicationNow(ctx, cfg, tgt, major)
+		for _, name := range left {
+			if !said[name] {
+				said[name] = true
+				log.Warn(leftPublicationMsg, "table", name, "publication", cfg.Publication)
+			}
+		}
 		var changed *publicationChangedError
 		switch {
 		case err == nil || ctx.Err() != nil:
@@ -727,14 +734,14 @@ func watchPublication(ctx context.Context, cfg *Config, tgt sink.SeedStore, majo
 
 // checkPublicationNow is one check of watchPublication, on a source
 // connection of its own (the session's serves the applier).
-func checkPublicationNow(ctx context.Context, cfg *Config, tgt sink.SeedStore, major int) error {
+func checkPublicationNow(ctx context.Context, cfg *Config, tgt sink.SeedStore, major int) (left []string, err error) {
 	states, err := tgt.TableStates(ctx, cfg.Slot)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	conn, err := source.ConnectPlain(ctx, cfg.SourceURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	return publicationUnchanged(ctx, conn, cfg.Publication, major, states)

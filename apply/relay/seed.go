@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -795,7 +796,10 @@ func (s *seeder) emptyTable(ctx context.Context, p source.PublishedName) (bool, 
 // (publish_via_partition_root switched). The copied rows then do not match what
 // the publication publishes, and no change in the stream repairs that.
 func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) error {
-	err := publicationUnchanged(ctx, s.srcConn, s.cfg.Publication, s.major, states)
+	left, err := publicationUnchanged(ctx, s.srcConn, s.cfg.Publication, s.major, states)
+	for _, name := range left {
+		s.log.Warn(leftPublicationMsg, "table", name, "publication", s.cfg.Publication)
+	}
 	if source.IsLockTimeout(err) {
 		s.log.Warn("could not check whether the publication changed since the copy: "+source.LockedHint, "publication", s.cfg.Publication)
 		return nil
@@ -803,10 +807,15 @@ func (s *seeder) checkPublished(ctx context.Context, states []sink.TableState) e
 	return err
 }
 
+// leftPublicationMsg is said of a copied table the publication no longer
+// publishes: nothing in the stream will say when it is added back.
+const leftPublicationMsg = "a copied table is no longer published: its target table is not kept up to date, and if it is added back, the changes made while it was out never reach the target; copy again then (PGRELAY_SNAPSHOT=always), see docs/limitations.md"
+
 // publicationUnchanged compares what publication publishes of each copied
 // table now with what it published when the table was copied (states), on
-// conn, and returns an error naming the tables it publishes otherwise.
-func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication string, major int, states []sink.TableState) error {
+// conn, and returns an error naming the tables it publishes otherwise, and
+// the copied tables it no longer publishes (left).
+func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication string, major int, states []sink.TableState) (left []string, err error) {
 	// By the table's OID where it is stored: renamed since, it is the same
 	// table; another that took its name is not.
 	stored, storedOID := map[string]string{}, map[uint32]string{}
@@ -820,17 +829,18 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 		}
 	}
 	if len(stored)+len(storedOID) == 0 {
-		return nil
+		return nil, nil
 	}
 	var published []source.PublishedTable
-	err := source.WithLockTimeout(ctx, conn, 10*time.Second, func(tx pgx.Tx) error {
+	err = source.WithLockTimeout(ctx, conn, 10*time.Second, func(tx pgx.Tx) error {
 		var err error
 		published, err = source.ReadPublishedShapes(ctx, tx, publication, major)
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	left = leftPublication(states, published)
 	var changed []string
 	for _, pt := range published {
 		name := pt.Relation.Namespace + "." + pt.Relation.Name
@@ -850,9 +860,30 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 		return oid != 0 && byOID || byName
 	})...)
 	if len(changed) == 0 {
-		return nil
+		return left, nil
 	}
-	return &publicationChangedError{publication: publication, changed: changed}
+	return left, &publicationChangedError{publication: publication, changed: changed}
+}
+
+// leftPublication names the copied tables (states, by OID where stored) that
+// are not among the published ones, by the names they were copied under.
+func leftPublication(states []sink.TableState, published []source.PublishedTable) []string {
+	byName, byOID := map[string]bool{}, map[uint32]bool{}
+	for _, pt := range published {
+		byName[pt.Relation.Namespace+"."+pt.Relation.Name] = true
+		byOID[pt.Relation.RelationID] = true
+	}
+	var left []string
+	for _, st := range states {
+		name := st.Schema + "." + st.Name
+		switch {
+		case st.PublishedAs == "":
+		case st.RelationID != 0 && !byOID[st.RelationID], st.RelationID == 0 && !byName[name]:
+			left = append(left, name)
+		}
+	}
+	slices.Sort(left)
+	return left
 }
 
 // shapeDiffers compares a table's stored Shape with its shape now, which it
