@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/pgrelay/pgrelay/schema"
@@ -113,7 +111,7 @@ func (c *Config) Validate() error {
 		c.MemoryLimit = DefaultMemoryLimit
 	}
 	if c.SpillDir == "" {
-		c.SpillDir = filepath.Join(os.TempDir(), "pgrelay-spill")
+		c.SpillDir = DefaultSpillDir()
 	}
 	if c.IdleProgressInterval < 0 {
 		return errors.New("apply: config: IdleProgressInterval is negative")

@@ -101,3 +101,25 @@ func removeStaleSpillDirs(parent, slot string) (int, error) {
 	}
 	return removed, nil
 }
+
+// CheckSpillDir tells whether dir (the default's when "") can hold spilled
+// transactions: created if missing, written to. Checked at start, it names a
+// bad PGRELAY_SPILL_DIR before the first large transaction, hours later.
+func CheckSpillDir(dir string) error {
+	if dir == "" {
+		dir = DefaultSpillDir()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".pgrelay-check-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// DefaultSpillDir is where transactions spill without PGRELAY_SPILL_DIR.
+func DefaultSpillDir() string { return filepath.Join(os.TempDir(), "pgrelay-spill") }

@@ -105,8 +105,24 @@ func (r *Relay) sharedCores() bool {
 // Replicate runs `pgrelay replicate`: the same start as Migrate, then the
 // stream until ctx ends (a signal), which is a clean stop (nil).
 func (r *Relay) Replicate(ctx context.Context) error {
+	if err := r.checkSpillDir(); err != nil {
+		return err
+	}
 	_, err := r.run(ctx, false, r.session)
 	return err
+}
+
+// checkSpillDir makes sure, before anything starts, that a transaction
+// larger than the memory bound can spill where PGRELAY_SPILL_DIR says.
+func (r *Relay) checkSpillDir() error {
+	if err := apply.CheckSpillDir(r.cfg.SpillDir); err != nil {
+		where := fmt.Sprintf("PGRELAY_SPILL_DIR=%q", r.cfg.SpillDir)
+		if r.cfg.SpillDir == "" {
+			where = fmt.Sprintf("the spill directory %s (PGRELAY_SPILL_DIR unset)", apply.DefaultSpillDir())
+		}
+		return &SettingsError{Err: fmt.Errorf("%s: transactions larger than memory cannot spill there: %v; set PGRELAY_SPILL_DIR to a writable directory", where, err)}
+	}
+	return nil
 }
 
 // Migrate runs `pgrelay migrate`: copy the tables when the target is not
@@ -115,6 +131,9 @@ func (r *Relay) Replicate(ctx context.Context) error {
 // ends it with ErrMigrateInterrupted.
 func (r *Relay) Migrate(ctx context.Context) (*Migration, error) {
 	r.finished = nil
+	if err := r.checkSpillDir(); err != nil {
+		return nil, err
+	}
 	caughtUp, err := r.run(ctx, true, r.session)
 	if err != nil {
 		return nil, err

@@ -476,3 +476,30 @@ func TestConfigFileWrongTypes(t *testing.T) {
 		}
 	}
 }
+
+// A PGRELAY_SPILL_DIR that cannot be written is found at the start of
+// replicate and migrate (exit 2, one line), not at the first transaction
+// larger than memory, which may come hours later.
+func TestSpillDirChecked(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"replicate", "migrate"} {
+		clearEnv(t)
+		env := map[string]string{"PGRELAY_SOURCE_URL": "postgres://u@127.0.0.1:1/db", "PGRELAY_TARGET_URL": "postgres://u@127.0.0.1:1/db",
+			"PGRELAY_SPILL_DIR": filepath.Join(file, "spill")}
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		var stdout, stderr bytes.Buffer
+		// Unchecked, the command would retry the closed port until then.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		code := run(ctx, []string{cmd}, lookup, &stdout, &stderr)
+		cancel()
+		if msg := stderr.String(); code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "PGRELAY_SPILL_DIR=") || !strings.Contains(msg, "not a directory") {
+			t.Errorf("%s with a spill directory under a file: exit %d, stderr %q; want exit 2 and one line naming PGRELAY_SPILL_DIR", cmd, code, msg)
+		}
+	}
+}
