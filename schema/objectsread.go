@@ -1270,26 +1270,17 @@ ORDER BY 2`, mapKeys(r.tables))
 // object, as a multirange's casts). A query or a view using one fails on the
 // target until it is made there by hand.
 func (r *objectReader) readUnsupported(ctx context.Context, procs, types []uint32) error {
+	// The kinds listed by schema: each catalog with its namespace column.
+	var bySchema []string
+	for _, k := range [][2]string{{"pg_operator", "oprnamespace"}, {"pg_opclass", "opcnamespace"}, {"pg_opfamily", "opfnamespace"},
+		{"pg_collation", "collnamespace"}, {"pg_conversion", "connamespace"}, {"pg_ts_config", "cfgnamespace"},
+		{"pg_ts_dict", "dictnamespace"}, {"pg_ts_parser", "prsnamespace"}, {"pg_ts_template", "tmplnamespace"}} {
+		bySchema = append(bySchema, "SELECT 'pg_catalog."+k[0]+"'::pg_catalog.regclass, o.oid FROM pg_catalog."+k[0]+
+			" o JOIN pg_catalog.pg_namespace n ON n.oid = o."+k[1]+" WHERE n.nspname = ANY ($1::pg_catalog.text[])")
+	}
 	rows, err := r.tx.Query(ctx, `
 WITH objs(classid, objid) AS (
-	SELECT 'pg_catalog.pg_operator'::pg_catalog.regclass, o.oid FROM pg_catalog.pg_operator o
-		JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_opclass'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_opclass c
-		JOIN pg_catalog.pg_namespace n ON n.oid = c.opcnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_opfamily'::pg_catalog.regclass, f.oid FROM pg_catalog.pg_opfamily f
-		JOIN pg_catalog.pg_namespace n ON n.oid = f.opfnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_collation'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_collation c
-		JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_conversion'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_conversion c
-		JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_ts_config'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_ts_config c
-		JOIN pg_catalog.pg_namespace n ON n.oid = c.cfgnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_ts_dict'::pg_catalog.regclass, d.oid FROM pg_catalog.pg_ts_dict d
-		JOIN pg_catalog.pg_namespace n ON n.oid = d.dictnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_ts_parser'::pg_catalog.regclass, p.oid FROM pg_catalog.pg_ts_parser p
-		JOIN pg_catalog.pg_namespace n ON n.oid = p.prsnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
-	UNION ALL SELECT 'pg_catalog.pg_ts_template'::pg_catalog.regclass, t.oid FROM pg_catalog.pg_ts_template t
-		JOIN pg_catalog.pg_namespace n ON n.oid = t.tmplnamespace WHERE n.nspname = ANY ($1::pg_catalog.text[])
+	`+strings.Join(bySchema, "\n\tUNION ALL ")+`
 	UNION ALL SELECT 'pg_catalog.pg_cast'::pg_catalog.regclass, c.oid FROM pg_catalog.pg_cast c
 		WHERE c.oid >= 16384 AND (c.castfunc = ANY ($2::pg_catalog.oid[]) OR c.castsource = ANY ($3::pg_catalog.oid[]) OR c.casttarget = ANY ($3::pg_catalog.oid[]))
 )
