@@ -61,14 +61,19 @@ cleanup() {
 	if [[ -f $WORK/data/postmaster.pid ]]; then
 		as_pg "$PGBIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1
 	fi
-	if [[ -n $MY_PID ]] && kill -0 "$MY_PID" 2>/dev/null; then
-		kill -TERM "$MY_PID"
+	# MY_PID is the subshell that runs runuser: mariadbd itself is named by
+	# its pid file, and a signal to the subshell alone would leave it running.
+	local mypids=$MY_PID
+	[[ -f $WORK/mariadb/mariadbd.pid ]] && mypids="$(cat "$WORK/mariadb/mariadbd.pid") $mypids"
+	for pid in $mypids; do
+		kill -0 "$pid" 2>/dev/null || continue
+		kill -TERM "$pid"
 		for _ in $(seq 1 100); do
-			kill -0 "$MY_PID" 2>/dev/null || break
+			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		kill -KILL "$MY_PID" 2>/dev/null
-	fi
+		kill -KILL "$pid" 2>/dev/null
+	done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
