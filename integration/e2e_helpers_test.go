@@ -132,9 +132,15 @@ func e2eNewEnv(t testing.TB, src, tgt *harness.PG) *e2eEnv {
 	}
 }
 
-// environ is the children's environment: the test's without PG* and PGRELAY_*
-// variables, plus the set-up's settings.
+// environ is the children's environment (e2eEnviron).
 func (e *e2eEnv) environ() []string {
+	return e2eEnviron(e.tmp, e.src.URL(), e.tgt.URL(), e.slot, e.pub, e.extra)
+}
+
+// e2eEnviron is a pgrelay child's environment: the test's without PG* and
+// PGRELAY_* variables (and TMPDIR: tmp instead), the set-up's settings, then
+// extra.
+func e2eEnviron(tmp, sourceURL, targetURL, slot, pub string, extra []string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -144,15 +150,15 @@ func (e *e2eEnv) environ() []string {
 		env = append(env, kv)
 	}
 	env = append(env,
-		"TMPDIR="+e.tmp,
-		"PGRELAY_SOURCE_URL="+e.src.URL(),
-		"PGRELAY_TARGET_URL="+e.tgt.URL(),
-		"PGRELAY_SLOT="+e.slot,
-		"PGRELAY_PUBLICATION="+e.pub,
+		"TMPDIR="+tmp,
+		"PGRELAY_SOURCE_URL="+sourceURL,
+		"PGRELAY_TARGET_URL="+targetURL,
+		"PGRELAY_SLOT="+slot,
+		"PGRELAY_PUBLICATION="+pub,
 		"PGRELAY_LOG_FORMAT=json",
 		"PGRELAY_STATUS_INTERVAL=1s",
 	)
-	return append(env, e.extra...)
+	return append(env, extra...)
 }
 
 // e2eProc is a running pgrelay.
@@ -197,24 +203,29 @@ func (l *e2eLines) all() []string {
 	return out
 }
 
-// start runs `pgrelay args...` in the background. The child is killed when
-// the test ends (and by the kernel if the test binary dies).
+// start runs `pgrelay args...` in the background (e2eStart).
 func (e *e2eEnv) start(args ...string) *e2eProc {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, args...)
-	cmd.Env = e.environ()
+	return e2eStart(e.t, e.bin, e.environ(), args...)
+}
+
+// e2eStart runs `bin args...` in the background with env. The child is killed
+// when the test ends (and by the kernel if the test binary dies).
+func e2eStart(t testing.TB, bin string, env []string, args ...string) *e2eProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	p := &e2eProc{name: "pgrelay " + strings.Join(args, " "), cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout = &p.out
 	cmd.Stderr = &p.errOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start %s: %v", p.name, err)
+		t.Fatalf("start %s: %v", p.name, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	t := e.t
 	t.Cleanup(func() {
 		p.kill()
 		// A binary built with PGRELAY_E2E_RACE=1 reports data races here.

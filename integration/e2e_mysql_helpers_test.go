@@ -14,12 +14,9 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -69,44 +66,13 @@ func (e *myE2E) with(settings ...string) *myE2E {
 }
 
 func (e *myE2E) environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "PG") || name == "TMPDIR" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env,
-		"TMPDIR="+e.tmp,
-		"PGRELAY_SOURCE_URL="+e.src.URL(),
-		"PGRELAY_TARGET_URL="+e.my.URL(),
-		"PGRELAY_SLOT="+e.slot,
-		"PGRELAY_PUBLICATION="+e.pub,
-		"PGRELAY_LOG_FORMAT=json",
-		"PGRELAY_STATUS_INTERVAL=1s",
-	)
-	return append(env, e.extra...)
+	return e2eEnviron(e.tmp, e.src.URL(), e.my.URL(), e.slot, e.pub, e.extra)
 }
 
-// start runs `pgrelay args...` in the background, killed when the test ends.
+// start runs `pgrelay args...` in the background (e2eStart).
 func (e *myE2E) start(args ...string) *e2eProc {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, args...)
-	cmd.Env = e.environ()
-	p := &e2eProc{name: "pgrelay " + strings.Join(args, " "), cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout = &p.out
-	cmd.Stderr = &p.errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start %s: %v", p.name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	e.t.Cleanup(p.kill)
-	return p
+	return e2eStart(e.t, e.bin, e.environ(), args...)
 }
 
 func (e *myE2E) run(timeout time.Duration, args ...string) (*e2eProc, int) {
