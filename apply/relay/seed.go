@@ -840,10 +840,12 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 	if err != nil {
 		return nil, err
 	}
-	left = leftPublication(states, published)
 	var changed []string
+	// What is published, by OID and name: the copied tables not in it left.
+	foundOID, found := map[uint32]bool{}, map[string]bool{}
 	for _, pt := range published {
 		name := pt.Relation.Namespace + "." + pt.Relation.Name
+		foundOID[pt.Relation.RelationID], found[name] = true, true
 		was, ok := storedOID[pt.Relation.RelationID]
 		if !ok {
 			if was, ok = stored[name]; !ok {
@@ -859,31 +861,19 @@ func publicationUnchanged(ctx context.Context, conn *pgx.Conn, publication strin
 		_, byName := stored[name]
 		return oid != 0 && byOID || byName
 	})...)
-	if len(changed) == 0 {
-		return left, nil
-	}
-	return left, &publicationChangedError{publication: publication, changed: changed}
-}
-
-// leftPublication names the copied tables (states, by OID where stored) that
-// are not among the published ones, by the names they were copied under.
-func leftPublication(states []sink.TableState, published []source.PublishedTable) []string {
-	byName, byOID := map[string]bool{}, map[uint32]bool{}
-	for _, pt := range published {
-		byName[pt.Relation.Namespace+"."+pt.Relation.Name] = true
-		byOID[pt.Relation.RelationID] = true
-	}
-	var left []string
 	for _, st := range states {
 		name := st.Schema + "." + st.Name
 		switch {
 		case st.PublishedAs == "":
-		case st.RelationID != 0 && !byOID[st.RelationID], st.RelationID == 0 && !byName[name]:
+		case st.RelationID != 0 && !foundOID[st.RelationID], st.RelationID == 0 && !found[name]:
 			left = append(left, name)
 		}
 	}
 	slices.Sort(left)
-	return left
+	if len(changed) == 0 {
+		return left, nil
+	}
+	return left, &publicationChangedError{publication: publication, changed: changed}
 }
 
 // shapeDiffers compares a table's stored Shape with its shape now, which it
