@@ -38,15 +38,16 @@ func MatchNumbers(prev, t *Table) error {
 		InferRenamed(prev, t)
 		return nil
 	}
-	fromPrev := map[int16]bool{}
+	byPrev := make([]bool, len(nums)) // the number is prev's
+	prevNums := map[int16]bool{}
 	for i, c := range t.Columns {
 		if p := prev.Column(c.Name); p != nil && p.Attnum > 0 {
-			nums[i] = p.Attnum
-			fromPrev[p.Attnum] = true
+			nums[i], byPrev[i] = p.Attnum, true
+			prevNums[p.Attnum] = true
 		}
 	}
-	for i, c := range t.Columns {
-		if p := prev.Column(c.Name); (p == nil || p.Attnum <= 0) && fromPrev[nums[i]] {
+	for i := range nums {
+		if !byPrev[i] && prevNums[nums[i]] {
 			nums[i] = 0
 		}
 	}
